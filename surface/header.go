@@ -1,0 +1,178 @@
+package surface
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Request header reasons (7.2).
+const (
+	ReasonInitial = "initial"
+	ReasonResume  = "resume"
+	ReasonChange  = "change"
+	ReasonSeries  = "series"
+)
+
+// CallConfig is the model-call configuration of a request (LlmCallConfig).
+type CallConfig struct {
+	Provider        string   `json:"provider"`
+	Model           string   `json:"model"`
+	ReasoningEffort string   `json:"reasoningEffort,omitempty"`
+	Temperature     *float64 `json:"temperature,omitempty"`
+	MaxTokens       *int64   `json:"maxTokens,omitempty"`
+	Stop            []string `json:"stop,omitempty"`
+}
+
+// AdapterDefaults marks config fields materialized from the model adapter's
+// defaults rather than proposed by the caller.
+type AdapterDefaults struct {
+	ReasoningEffort bool `json:"reasoningEffort,omitempty"`
+	MaxTokens       bool `json:"maxTokens,omitempty"`
+}
+
+// Header is the request header (EpochHeader): everything of a request that is
+// not a message. It has no system field: the prompt lives on the surface.
+// Tools are JSON tool schemas, compared by their bytes.
+type Header struct {
+	Config          CallConfig       `json:"config"`
+	AdapterDefaults *AdapterDefaults `json:"adapterDefaults,omitempty"`
+	Tools           []jsontext.Value `json:"tools,omitempty"`
+}
+
+// EpochHeader is the reference name of Header.
+type EpochHeader = Header
+
+// Canonical returns h with adapterDefaults dropped unless a marker is true
+// and tools dropped when empty (7.1).
+func (h Header) Canonical() Header {
+	if h.AdapterDefaults != nil && !h.AdapterDefaults.ReasoningEffort && !h.AdapterDefaults.MaxTokens {
+		h.AdapterDefaults = nil
+	}
+	if len(h.Tools) == 0 {
+		h.Tools = nil
+	}
+	return h
+}
+
+// Equal reports whether h and o are equal headers (headerEquals): config
+// field-wise, adapter-default markers, tools in order by their JSON bytes.
+func (h Header) Equal(o Header) bool {
+	a, b := h.Config, o.Config
+	if a.Provider != b.Provider || a.Model != b.Model || a.ReasoningEffort != b.ReasoningEffort {
+		return false
+	}
+	if !eqPtr(a.Temperature, b.Temperature) || !eqPtr(a.MaxTokens, b.MaxTokens) {
+		return false
+	}
+	if (a.Stop == nil) != (b.Stop == nil) || !slices.Equal(a.Stop, b.Stop) {
+		return false
+	}
+	var da, db AdapterDefaults
+	if h.AdapterDefaults != nil {
+		da = *h.AdapterDefaults
+	}
+	if o.AdapterDefaults != nil {
+		db = *o.AdapterDefaults
+	}
+	if da != db {
+		return false
+	}
+	return slices.EqualFunc(h.Tools, o.Tools, func(x, y jsontext.Value) bool { return bytes.Equal(x, y) })
+}
+
+func eqPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// headerWire is the header as read from a log, with the fields that v3
+// refuses kept so they can be named.
+type headerWire struct {
+	Config          *CallConfig      `json:"config"`
+	AdapterDefaults jsontext.Value   `json:"adapterDefaults"`
+	Tools           jsontext.Value   `json:"tools"`
+	System          jsontext.Value   `json:"system"`
+}
+
+func (w *headerWire) check() (Header, string) {
+	if w == nil {
+		return Header{}, "data.header must be an object"
+	}
+	if w.System != nil {
+		return Header{}, "header.system is not allowed in format v3: use system/message"
+	}
+	if w.Config == nil || w.Config.Provider == "" || w.Config.Model == "" {
+		return Header{}, "header.config needs a non-empty provider and model"
+	}
+	h := Header{Config: *w.Config}
+	if len(w.Tools) > 0 {
+		if err := json.Unmarshal(w.Tools, &h.Tools); err != nil || w.Tools.Kind() != '[' {
+			return Header{}, "header.tools must be an array of tool schemas"
+		}
+		if len(h.Tools) == 0 {
+			return Header{}, "header.tools, when present, must be non-empty"
+		}
+		for i := range h.Tools {
+			h.Tools[i] = h.Tools[i].Clone()
+		}
+	}
+	if len(w.AdapterDefaults) > 0 {
+		var m map[string]jsontext.Value
+		if err := json.Unmarshal(w.AdapterDefaults, &m); err != nil {
+			return Header{}, "header.adapterDefaults must be an object"
+		}
+		if len(m) == 0 {
+			return Header{}, "header.adapterDefaults, when present, must be non-empty"
+		}
+		h.AdapterDefaults = &AdapterDefaults{}
+		for k, v := range m {
+			if v.Kind() != 't' {
+				return Header{}, "header.adapterDefaults." + k + " must be exactly true"
+			}
+			switch k {
+			case "reasoningEffort":
+				if h.Config.ReasoningEffort == "" {
+					return Header{}, "header.adapterDefaults marks reasoningEffort, which config lacks"
+				}
+				h.AdapterDefaults.ReasoningEffort = true
+			case "maxTokens":
+				if h.Config.MaxTokens == nil {
+					return Header{}, "header.adapterDefaults marks maxTokens, which config lacks"
+				}
+				h.AdapterDefaults.MaxTokens = true
+			default:
+				return Header{}, "header.adapterDefaults has unknown key " + quote(k)
+			}
+		}
+	}
+	return h.Canonical(), ""
+}
+
+// HeaderEvent is the data of a request/header event.
+type HeaderEvent struct {
+	Header       Header `json:"header"`
+	Reason       string `json:"reason"`
+	StartsSeries bool   `json:"startsSeries,omitempty"`
+}
+
+// FoldHeader returns the canonical header of the last request/header event in
+// events, or from when there is none (foldRequestHeader).
+func FoldHeader(events []Event, from *Header) (*Header, error) {
+	h := from
+	for i := range events {
+		if events[i].Type != TypeRequestHeader {
+			continue
+		}
+		p, err := parsePayload(&events[i])
+		if err != nil {
+			return nil, err
+		}
+		h = p.header
+	}
+	return h, nil
+}

@@ -1,0 +1,175 @@
+package surface
+
+import (
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Roles of a Message.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message is an identified message value: the payload of every surface event.
+// Fields this build does not know are kept in Unknown and written back, so a
+// message survives a decode/encode round trip.
+type Message struct {
+	ID      string         `json:"id"`
+	Role    string         `json:"role"`
+	Source  Source         `json:"source"`
+	Content []Block        `json:"content"`
+	Unknown jsontext.Value `json:",unknown"`
+}
+
+// Source says where a message came from: kind "user", "plugin" (Plugin set),
+// "model" (Provider and Model set) or "tool" (CallID set).
+type Source struct {
+	Kind     string         `json:"kind"`
+	Plugin   string         `json:"plugin,omitempty"`
+	Provider string         `json:"provider,omitempty"`
+	Model    string         `json:"model,omitempty"`
+	CallID   string         `json:"callId,omitempty"`
+	Unknown  jsontext.Value `json:",unknown"`
+}
+
+// Block types.
+const (
+	BlockText       = "text"
+	BlockReasoning  = "reasoning"
+	BlockToolCall   = "tool-call"
+	BlockToolResult = "tool-result"
+)
+
+// Block is one content block. The typed fields hold the known block kinds:
+// text and reasoning (Text), tool-call (ID, Name, Arguments), tool-result
+// (ToolCallID, IsError, Content). Any other block type (image, file, ...) and
+// any field this build does not know is carried in Unknown unchanged.
+type Block struct {
+	Type       string
+	Text       string
+	ID         string
+	Name       string
+	Arguments  string // the raw JSON string the model produced
+	ToolCallID string
+	IsError    bool
+	Content    []Block
+	Unknown    jsontext.Value // other members, as a JSON object
+}
+
+// Text returns a text block.
+func Text(s string) Block { return Block{Type: BlockText, Text: s} }
+
+// ToolCall returns a tool-call block.
+func ToolCall(id, name, arguments string) Block {
+	return Block{Type: BlockToolCall, ID: id, Name: name, Arguments: arguments}
+}
+
+// ToolResult returns a tool-result block.
+func ToolResult(callID string, isError bool, content ...Block) Block {
+	if content == nil {
+		content = []Block{}
+	}
+	return Block{Type: BlockToolResult, ToolCallID: callID, IsError: isError, Content: content}
+}
+
+type blockWire struct {
+	Type       string         `json:"type"`
+	Text       *string        `json:"text,omitempty"`
+	ID         *string        `json:"id,omitempty"`
+	Name       *string        `json:"name,omitempty"`
+	Arguments  *string        `json:"arguments,omitempty"`
+	ToolCallID *string        `json:"toolCallId,omitempty"`
+	IsError    *bool          `json:"isError,omitempty"`
+	Content    []Block        `json:"content,omitempty"`
+	Unknown    jsontext.Value `json:",unknown"`
+}
+
+// MarshalJSONTo writes the block with the members its type defines. A block
+// of an unknown type is written exactly as it was read.
+func (b Block) MarshalJSONTo(enc *jsontext.Encoder) error {
+	if !b.known() {
+		if len(b.Unknown) > 0 {
+			return enc.WriteValue(b.Unknown)
+		}
+		return json.MarshalEncode(enc, &blockWire{Type: b.Type})
+	}
+	w := blockWire{Type: b.Type, Unknown: b.Unknown}
+	switch b.Type {
+	case BlockText, BlockReasoning:
+		w.Text = &b.Text
+	case BlockToolCall:
+		w.ID, w.Name, w.Arguments = &b.ID, &b.Name, &b.Arguments
+	case BlockToolResult:
+		w.ToolCallID, w.IsError = &b.ToolCallID, &b.IsError
+		w.Content = b.Content
+		if w.Content == nil {
+			w.Content = []Block{}
+		}
+	}
+	return json.MarshalEncode(enc, &w)
+}
+
+func (b *Block) known() bool {
+	switch b.Type {
+	case BlockText, BlockReasoning, BlockToolCall, BlockToolResult:
+		return true
+	}
+	return false
+}
+
+// UnmarshalJSONFrom reads a block. A block of an unknown type keeps its whole
+// JSON object in Unknown.
+func (b *Block) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	var w blockWire
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return err
+	}
+	*b = Block{Type: w.Type}
+	if !b.known() {
+		b.Unknown = raw.Clone()
+		return nil
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	b.Text, b.ID, b.Name, b.Arguments, b.ToolCallID = str(w.Text), str(w.ID), str(w.Name), str(w.Arguments), str(w.ToolCallID)
+	if w.IsError != nil {
+		b.IsError = *w.IsError
+	}
+	b.Content, b.Unknown = w.Content, w.Unknown
+	return nil
+}
+
+// TextOf returns the concatenated text of the text blocks in content.
+func TextOf(content []Block) string {
+	if len(content) == 1 && content[0].Type == BlockText {
+		return content[0].Text
+	}
+	var s string
+	for _, b := range content {
+		if b.Type == BlockText {
+			s += b.Text
+		}
+	}
+	return s
+}
+
+// ToolCalls returns the tool-call blocks of m in order.
+func (m *Message) ToolCalls() []Block {
+	var calls []Block
+	for _, b := range m.Content {
+		if b.Type == BlockToolCall {
+			calls = append(calls, b)
+		}
+	}
+	return calls
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package waterfall
+
+const raceEnabled = true
