@@ -25,7 +25,10 @@ func DecodeEvent(line []byte) (Event, error) {
 	return d.Decode(line)
 }
 
-type deferred struct{ rule Rule; msg string }
+type deferred struct {
+	rule Rule
+	msg  string
+}
 
 // Decode decodes one JSON event object. The returned event owns its memory
 // (it does not alias line). Shape errors that the envelope rules cover are
@@ -39,12 +42,12 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 		d.dec.Reset(&d.rd)
 	}
 	var (
-		ev                     Event
-		hasType, hasSeq, hasT  bool
-		hasData                bool
-		rawOp, rawSrc          []byte
-		first                  *deferred
-		unknownKey             string
+		ev                    Event
+		hasType, hasSeq, hasT bool
+		hasData               bool
+		rawOp, rawSrc         []byte
+		first                 *deferred
+		unknownKey            string
 	)
 	fail := func(rule Rule, format string, args ...any) {
 		if first == nil {

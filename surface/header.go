@@ -93,10 +93,10 @@ func eqPtr[T comparable](a, b *T) bool {
 // headerWire is the header as read from a log, with the fields that v3
 // refuses kept so they can be named.
 type headerWire struct {
-	Config          *CallConfig      `json:"config"`
-	AdapterDefaults jsontext.Value   `json:"adapterDefaults"`
-	Tools           jsontext.Value   `json:"tools"`
-	System          jsontext.Value   `json:"system"`
+	Config          *CallConfig    `json:"config"`
+	AdapterDefaults jsontext.Value `json:"adapterDefaults"`
+	Tools           jsontext.Value `json:"tools"`
+	System          jsontext.Value `json:"system"`
 }
 
 func (w *headerWire) check() (Header, string) {
