@@ -1,0 +1,143 @@
+package surface
+
+import (
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// PromptOptions are the inputs of a system-prompt projection besides the
+// rendered text (6.3, 6.4).
+type PromptOptions struct {
+	// InHistory is true when the prepared route reads the latest system
+	// message at any position as the effective prompt.
+	InHistory bool
+	// StartsSeries is true when the request about to be built starts a new
+	// prompt-cache series.
+	StartsSeries bool
+	// Plugin is the system-prompt provider's id, recorded as the source.
+	Plugin string
+	// NewID returns a fresh message id.
+	NewID func() string
+}
+
+// PromptCommit is one system/message the loop appends, in order.
+type PromptCommit struct {
+	Message Message
+	Op      Op
+	Sources []int64
+}
+
+type systemNode struct {
+	seq    int64
+	text   string
+	opaque bool // multi-block or non-text content: equal to no render
+}
+
+func (n systemNode) equals(s string) bool { return !n.opaque && n.text == s }
+func (n systemNode) empty() bool          { return !n.opaque && n.text == "" }
+
+// ProjectSystemPrompt decides how the rendered prompt reaches the surface
+// (SystemPromptProjection). It reads the current surface and returns zero or
+// more commits: an append when no system/message survives (even for an
+// empty render, which reserves the head); otherwise, in replacement mode,
+// empty-content replaces of later non-empty system nodes followed by a
+// replace of the first surviving system node when its text differs; on the
+// in-history route with a continuing series, an append when the latest
+// effective prompt differs. It changes nothing.
+func (l *Log) ProjectSystemPrompt(rendered string, o PromptOptions) []PromptCommit {
+	var nodes []systemNode
+	for _, n := range l.fold.nodes {
+		if n.kind != KindSystem {
+			continue
+		}
+		m := l.pay[n.seq-l.fold.base].msg
+		sn := systemNode{seq: n.seq}
+		switch {
+		case len(m.Content) == 0:
+		case len(m.Content) == 1 && m.Content[0].Type == BlockText:
+			sn.text = m.Content[0].Text
+		default:
+			sn.opaque = true
+		}
+		nodes = append(nodes, sn)
+	}
+	if len(nodes) == 0 {
+		return []PromptCommit{newPrompt(rendered, Append, nil, o)}
+	}
+	head := nodes[0]
+	if !o.InHistory || o.StartsSeries || rendered == "" {
+		var out []PromptCommit
+		for _, n := range nodes[1:] {
+			if !n.empty() {
+				out = append(out, newPrompt("", Replace(n.seq, n.seq), []int64{n.seq}, o))
+			}
+		}
+		if !head.equals(rendered) {
+			out = append(out, newPrompt(rendered, Replace(head.seq, head.seq), []int64{head.seq}, o))
+		}
+		return out
+	}
+	latest := head
+	for _, n := range nodes {
+		if !n.empty() {
+			latest = n
+		}
+	}
+	if latest.equals(rendered) {
+		return nil
+	}
+	return []PromptCommit{newPrompt(rendered, Append, nil, o)}
+}
+
+func newPrompt(text string, op Op, sources []int64, o PromptOptions) PromptCommit {
+	return PromptCommit{Message: SystemMessage(o.NewID(), o.Plugin, text), Op: op, Sources: sources}
+}
+
+// SystemMessage returns a system message from plugin holding text: content
+// is empty for "" and exactly one text block otherwise.
+func SystemMessage(id, plugin, text string) Message {
+	content := []Block{}
+	if text != "" {
+		content = []Block{Text(text)}
+	}
+	return Message{ID: id, Role: RoleSystem, Source: Source{Kind: "plugin", Plugin: plugin}, Content: content}
+}
+
+// StepMessage is the data of system/message, assistant/message and
+// tool/result events: a message inside a turn's step.
+type StepMessage struct {
+	Turn        int64           `json:"turn"`
+	Step        int64           `json:"step"`
+	Message     Message         `json:"message"`
+	Stream      jsontext.Value `json:"stream,omitempty"`
+	Usage       *Usage          `json:"usage,omitempty"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	Error       *ToolError      `json:"error,omitempty"`
+	Meta        jsontext.Value `json:"meta,omitempty"`
+}
+
+// Usage is provider-reported token usage. Buckets are disjoint: Input is
+// uncached input; Reasoning is already inside Output.
+type Usage struct {
+	Input      int64 `json:"inputTokens"`
+	Output     int64 `json:"outputTokens"`
+	CacheRead  int64 `json:"cacheReadTokens,omitempty"`
+	CacheWrite int64 `json:"cacheWriteTokens,omitempty"`
+	Reasoning  int64 `json:"reasoningTokens,omitempty"`
+}
+
+// Total is input + cache read + cache write + output.
+func (u Usage) Total() int64 { return u.Input + u.CacheRead + u.CacheWrite + u.Output }
+
+// ToolError is the error of a failed tool/result.
+type ToolError struct {
+	Name   string `json:"name"`
+	Code   string `json:"code"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Data encodes v as event data: deterministic JSON. It fails for values
+// that have no lossless JSON form (NaN, infinities, channels, functions).
+func Data(v any) ([]byte, error) {
+	return json.Marshal(v, json.Deterministic(true))
+}
