@@ -163,7 +163,7 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 		ev.Op = op
 	}
 	if rawSrc != nil {
-		src, err := parseSources(rawSrc)
+		src, err := parseSources(rawSrc, ev.Seq)
 		if err != nil {
 			return Event{}, &Error{Seq: seq, Type: ev.Type, Rule: RuleSources, Msg: err.Error()}
 		}
@@ -271,9 +271,12 @@ func parseOp(raw []byte) (Op, error) {
 	return op, nil
 }
 
-// parseSources decodes sourceEventSeqs. Storage may compress runs of
-// consecutive seqs as [first,last] pairs; they are expanded here.
-func parseSources(raw []byte) ([]int64, error) {
+// parseSources decodes sourceEventSeqs of the event with the given seq.
+// Storage may compress runs of consecutive seqs as [first,last] pairs; they
+// are expanded here. A run is expanded only when it stays below seq and the
+// whole array within maxSources, so a short line cannot demand unbounded
+// memory.
+func parseSources(raw []byte, seq int64) ([]int64, error) {
 	v := jsontext.Value(raw)
 	if v.Kind() != '[' {
 		return nil, fmt.Errorf("sourceEventSeqs is not an array: %s", raw)
@@ -299,6 +302,12 @@ func parseSources(raw []byte) ([]int64, error) {
 			first, last, ok := parseRun(val)
 			if !ok {
 				return nil, fmt.Errorf("sourceEventSeqs[%d] = %s is not a non-negative safe integer", i, val)
+			}
+			if last >= seq {
+				return nil, fmt.Errorf("sourceEventSeqs[%d] = %s must be less than the event's own seq %d", i, val, seq)
+			}
+			if int64(len(out))+last-first+1 > maxSources {
+				return nil, fmt.Errorf("sourceEventSeqs expands to more than %d seqs", maxSources)
 			}
 			for n := first; n <= last; n++ {
 				out = append(out, n)

@@ -138,6 +138,10 @@ func (f *fold) position(seq int64) int {
 	return -1
 }
 
+// maxSources bounds sourceEventSeqs (16M seqs, far beyond any real
+// replacement) so that a compressed run on disk cannot expand without limit.
+const maxSources = 1 << 24
+
 func checkSources(e *Event, kind Kind) *Error {
 	if e.Sources == nil {
 		return nil
@@ -147,6 +151,9 @@ func checkSources(e *Event, kind Kind) *Error {
 	}
 	if len(e.Sources) == 0 {
 		return errorf(e.Seq, e.Type, RuleSources, "sourceEventSeqs must be non-empty when present")
+	}
+	if len(e.Sources) > maxSources {
+		return errorf(e.Seq, e.Type, RuleSources, "sourceEventSeqs has %d seqs, more than %d", len(e.Sources), maxSources)
 	}
 	for i, s := range e.Sources {
 		if s < 0 || s > MaxSeq {

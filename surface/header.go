@@ -20,17 +20,17 @@ const (
 type CallConfig struct {
 	Provider        string   `json:"provider"`
 	Model           string   `json:"model"`
-	ReasoningEffort string   `json:"reasoningEffort,omitempty"`
-	Temperature     *float64 `json:"temperature,omitempty"`
-	MaxTokens       *int64   `json:"maxTokens,omitempty"`
-	Stop            []string `json:"stop,omitempty"`
+	ReasoningEffort string   `json:"reasoningEffort,omitzero"`
+	Temperature     *float64 `json:"temperature,omitzero"`
+	MaxTokens       *int64   `json:"maxTokens,omitzero"`
+	Stop            []string `json:"stop,omitzero"`
 }
 
 // AdapterDefaults marks config fields materialized from the model adapter's
 // defaults rather than proposed by the caller.
 type AdapterDefaults struct {
-	ReasoningEffort bool `json:"reasoningEffort,omitempty"`
-	MaxTokens       bool `json:"maxTokens,omitempty"`
+	ReasoningEffort bool `json:"reasoningEffort,omitzero"`
+	MaxTokens       bool `json:"maxTokens,omitzero"`
 }
 
 // Header is the request header (EpochHeader): everything of a request that is
@@ -38,8 +38,8 @@ type AdapterDefaults struct {
 // Tools are JSON tool schemas, compared by their bytes.
 type Header struct {
 	Config          CallConfig       `json:"config"`
-	AdapterDefaults *AdapterDefaults `json:"adapterDefaults,omitempty"`
-	Tools           []jsontext.Value `json:"tools,omitempty"`
+	AdapterDefaults *AdapterDefaults `json:"adapterDefaults,omitzero"`
+	Tools           []jsontext.Value `json:"tools,omitzero"`
 }
 
 // EpochHeader is the reference name of Header.
@@ -157,7 +157,7 @@ func (w *headerWire) check() (Header, string) {
 type HeaderEvent struct {
 	Header       Header `json:"header"`
 	Reason       string `json:"reason"`
-	StartsSeries bool   `json:"startsSeries,omitempty"`
+	StartsSeries bool   `json:"startsSeries,omitzero"`
 }
 
 // FoldHeader returns the canonical header of the last request/header event in

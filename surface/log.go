@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Proposal is a candidate event: everything but the seq and time, which the
@@ -144,6 +146,7 @@ func (l *Log) AppendBatch(ps []Proposal) ([]Event, error) {
 		if err := validData(&evs[i]); err != nil {
 			return nil, err
 		}
+		evs[i].Data = oneLine(evs[i].Data)
 	}
 	if len(evs) == 1 {
 		if err := l.admitOne(evs[0], true); err != nil {
@@ -165,6 +168,20 @@ func (l *Log) AppendBatch(ps []Proposal) ([]Event, error) {
 	l.notify(evs)
 	return evs, nil
 }
+
+// oneLine returns valid JSON data d without whitespace around it or line
+// breaks inside it, so the event fits one log line and reads back
+// byte-identical. Data already in that form is returned as is.
+func oneLine(d []byte) []byte {
+	if n := len(d); isSpace(d[0]) || isSpace(d[n-1]) || bytes.ContainsAny(d, "\r\n") {
+		v := jsontext.Value(d)
+		v.Compact() // cannot fail: d is valid
+		return v
+	}
+	return d
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // admitOne plans e and commits it; on error nothing changes.
 func (l *Log) admitOne(e Event, live bool) error {

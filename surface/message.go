@@ -27,10 +27,10 @@ type Message struct {
 // "model" (Provider and Model set) or "tool" (CallID set).
 type Source struct {
 	Kind     string         `json:"kind"`
-	Plugin   string         `json:"plugin,omitempty"`
-	Provider string         `json:"provider,omitempty"`
-	Model    string         `json:"model,omitempty"`
-	CallID   string         `json:"callId,omitempty"`
+	Plugin   string         `json:"plugin,omitzero"`
+	Provider string         `json:"provider,omitzero"`
+	Model    string         `json:"model,omitzero"`
+	CallID   string         `json:"callId,omitzero"`
 	Unknown  jsontext.Value `json:",unknown"`
 }
 
@@ -76,13 +76,13 @@ func ToolResult(callID string, isError bool, content ...Block) Block {
 
 type blockWire struct {
 	Type       string         `json:"type"`
-	Text       *string        `json:"text,omitempty"`
-	ID         *string        `json:"id,omitempty"`
-	Name       *string        `json:"name,omitempty"`
-	Arguments  *string        `json:"arguments,omitempty"`
-	ToolCallID *string        `json:"toolCallId,omitempty"`
-	IsError    *bool          `json:"isError,omitempty"`
-	Content    []Block        `json:"content,omitempty"`
+	Text       *string        `json:"text,omitzero"`
+	ID         *string        `json:"id,omitzero"`
+	Name       *string        `json:"name,omitzero"`
+	Arguments  *string        `json:"arguments,omitzero"`
+	ToolCallID *string        `json:"toolCallId,omitzero"`
+	IsError    *bool          `json:"isError,omitzero"`
+	Content    []Block        `json:"content,omitzero"`
 	Unknown    jsontext.Value `json:",unknown"`
 }
 

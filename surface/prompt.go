@@ -109,11 +109,11 @@ type StepMessage struct {
 	Turn        int64           `json:"turn"`
 	Step        int64           `json:"step"`
 	Message     Message         `json:"message"`
-	Stream      jsontext.Value `json:"stream,omitempty"`
-	Usage       *Usage          `json:"usage,omitempty"`
-	Interrupted bool            `json:"interrupted,omitempty"`
-	Error       *ToolError      `json:"error,omitempty"`
-	Meta        jsontext.Value `json:"meta,omitempty"`
+	Stream      jsontext.Value `json:"stream,omitzero"`
+	Usage       *Usage          `json:"usage,omitzero"`
+	Interrupted bool            `json:"interrupted,omitzero"`
+	Error       *ToolError      `json:"error,omitzero"`
+	Meta        jsontext.Value `json:"meta,omitzero"`
 }
 
 // Usage is provider-reported token usage. Buckets are disjoint: Input is
@@ -121,9 +121,9 @@ type StepMessage struct {
 type Usage struct {
 	Input      int64 `json:"inputTokens"`
 	Output     int64 `json:"outputTokens"`
-	CacheRead  int64 `json:"cacheReadTokens,omitempty"`
-	CacheWrite int64 `json:"cacheWriteTokens,omitempty"`
-	Reasoning  int64 `json:"reasoningTokens,omitempty"`
+	CacheRead  int64 `json:"cacheReadTokens,omitzero"`
+	CacheWrite int64 `json:"cacheWriteTokens,omitzero"`
+	Reasoning  int64 `json:"reasoningTokens,omitzero"`
 }
 
 // Total is input + cache read + cache write + output.
@@ -133,7 +133,7 @@ func (u Usage) Total() int64 { return u.Input + u.CacheRead + u.CacheWrite + u.O
 type ToolError struct {
 	Name   string `json:"name"`
 	Code   string `json:"code"`
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitzero"`
 }
 
 // Data encodes v as event data: deterministic JSON. It fails for values

@@ -19,8 +19,8 @@ type TurnEnd struct {
 // max-tokens or interrupted (crash repair only).
 type EndReason struct {
 	Kind   string     `json:"kind"`
-	Reason string     `json:"reason,omitempty"` // aborted: the cancel cause
-	Error  *CallError `json:"error,omitempty"`  // error
+	Reason string     `json:"reason,omitzero"` // aborted: the cancel cause
+	Error  *CallError `json:"error,omitzero"`  // error
 }
 
 // CallError is a structured failure: a message and a stable code.
