@@ -1,0 +1,271 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/hashicorp/go-hclog"
+	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/waterfall"
+)
+
+// Config configures an Agent.
+type Config struct {
+	Route Route
+	Model llm.Model
+	// Prompt renders the system prompt; nil renders an empty prompt (node 0
+	// is still reserved).
+	Prompt SystemPromptProvider
+	// Sections are the prompt sections contributed by configuration.
+	Sections []Section
+	// Runtime returns the runtime-context sections for a step (nil: none).
+	Runtime func() []Section
+	// Data is host data given to the prompt provider (date, environment, ...).
+	Data  map[string]string
+	Tools []Tool
+	// Compactors act in the pre-step waterfall (pressure), on a
+	// context-overflow failure, and on manual compaction, in order.
+	Compactors []CompactionProvider
+	Meter      Meter
+	// Summarizer serves compaction providers' summarization calls; nil uses
+	// Model on the conversation's route.
+	Summarizer Summarizer
+	Logger     hclog.Logger
+	// OnDelta receives streamed output as it arrives.
+	OnDelta func(llm.Delta)
+	// MaxSteps bounds the steps of one turn (default 64).
+	MaxSteps int
+	// MaxOverflowRetries bounds context-overflow recoveries per turn
+	// (default 1; negative disables).
+	MaxOverflowRetries int
+}
+
+// PreStep is the value of the agent/pre-step waterfall: the claimed batch
+// (read-only) and the decision handlers may replace.
+type PreStep struct {
+	Turn, Step int64
+	Claimed    []*surface.Message
+	Decision   Decision
+}
+
+// Decision is a pre-step decision: enter the step with Messages (the
+// complete batch appended after step/start), or reject the turn.
+type Decision struct {
+	Reject       bool
+	Messages     []*surface.Message
+	StartsSeries bool
+}
+
+// RequestError is the value of the agent/request-error waterfall.
+type RequestError struct {
+	Turn, Step int64
+	Err        error
+	Code       string
+	Retry      bool
+}
+
+// Agent drives turns over one session. One Agent is one loop instance: its
+// first request logs a resume header when the log already has one.
+type Agent struct {
+	cfg Config
+	s   *Session
+	log hclog.Logger
+
+	// PreStepChain is the agent/pre-step waterfall.
+	PreStepChain *waterfall.Chain[PreStep]
+	// RequestChain is the agent/request waterfall over the call config.
+	RequestChain *waterfall.Chain[surface.CallConfig]
+	// RequestErrorChain is the agent/request-error waterfall.
+	RequestErrorChain *waterfall.Chain[RequestError]
+
+	inbox     []*surface.Message // next turn
+	stepInbox []*surface.Message // next step
+
+	built    int
+	baseGen  uint64
+	lastCtx  *RequestContext
+	rc       runtimeContext
+	overflow int
+	toolsBy  map[string]Tool
+	schemas  []jsontext.Value
+}
+
+// RequestContext is the data of request/context.
+type RequestContext struct {
+	Provider           string `json:"provider"`
+	Model              string `json:"model"`
+	ContextWindow      int64  `json:"contextWindow,omitzero"`
+	SystemPromptUpdate string `json:"systemPromptUpdate,omitzero"`
+}
+
+type stepRef struct {
+	Turn int64 `json:"turn"`
+	Step int64 `json:"step,omitzero"`
+}
+
+// NewAgent attaches a loop instance to a session. An interrupted turn left
+// by a crash is repaired first.
+func NewAgent(s *Session, cfg Config) (*Agent, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("agent: no model configured")
+	}
+	if cfg.Route.Provider == "" || cfg.Route.Model == "" {
+		return nil, errors.New("agent: the route needs a provider and a model")
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 64
+	}
+	if cfg.MaxOverflowRetries == 0 {
+		cfg.MaxOverflowRetries = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	a := &Agent{cfg: cfg, s: s, log: cfg.Logger, toolsBy: map[string]Tool{},
+		PreStepChain:      waterfall.New(waterfall.Config[PreStep]{Name: "agent/pre-step", Policy: waterfall.Skip}),
+		RequestChain:      waterfall.New(waterfall.Config[surface.CallConfig]{Name: "agent/request", Policy: waterfall.Abort, Clone: cloneConfig}),
+		RequestErrorChain: waterfall.New(waterfall.Config[RequestError]{Name: "agent/request-error", Policy: waterfall.Skip}),
+	}
+	if err := a.SetTools(cfg.Tools...); err != nil {
+		return nil, err
+	}
+	a.rc.plugin = a.promptID()
+	if _, err := s.Repair(); err != nil {
+		return nil, err
+	}
+	a.rc.restore(s.log)
+	a.baseGen = s.log.ContentGeneration()
+	a.lastCtx = latestContext(s.log)
+	s.log.Observe(func(e surface.Event) { a.rc.observe(s.log, e) })
+	if cfg.Meter != nil {
+		if err := cfg.Meter.Observe(s.log.Events()); err != nil {
+			a.log.Warn("token meter failed to fold the log", "meter", cfg.Meter.ID(), "error", err)
+		}
+		s.log.Observe(func(e surface.Event) {
+			if err := cfg.Meter.Observe([]surface.Event{e}); err != nil {
+				a.log.Warn("token meter failed to fold an event", "meter", cfg.Meter.ID(), "seq", e.Seq, "error", err)
+			}
+		})
+	}
+	for i, c := range cfg.Compactors {
+		c := c
+		_, err := a.PreStepChain.Add("compaction:"+c.ID(), func(ctx context.Context, in PreStep) (PreStep, error) {
+			return in, a.compact(ctx, c, CompactPressure)
+		}, waterfall.Priority(-1000+i))
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(cfg.Compactors) > 0 && cfg.MaxOverflowRetries > 0 {
+		_, err := a.RequestErrorChain.Add("compaction:overflow", a.overflowHandler, waterfall.Priority(-1000))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+func (a *Agent) promptID() string {
+	if a.cfg.Prompt != nil {
+		return a.cfg.Prompt.ID()
+	}
+	return "system-prompt"
+}
+
+// cloneConfig gives each request handler its own copy of the config, so a
+// handler cannot change a value another one returned.
+func cloneConfig(c surface.CallConfig) surface.CallConfig {
+	if c.Temperature != nil {
+		t := *c.Temperature
+		c.Temperature = &t
+	}
+	if c.MaxTokens != nil {
+		m := *c.MaxTokens
+		c.MaxTokens = &m
+	}
+	c.Stop = slices.Clone(c.Stop)
+	return c
+}
+
+// SetTools replaces the tools offered from the next step on. A change of
+// tools is a header change.
+func (a *Agent) SetTools(tools ...Tool) error {
+	by := map[string]Tool{}
+	var schemas []jsontext.Value
+	for _, t := range tools {
+		if _, dup := by[t.Name()]; dup {
+			return fmt.Errorf("agent: two tools are named %q", t.Name())
+		}
+		schema := t.Schema()
+		if !schema.IsValid() || schema.Kind() != '{' {
+			return fmt.Errorf("agent: tool %q has an invalid schema", t.Name())
+		}
+		by[t.Name()] = t
+		schemas = append(schemas, schema)
+	}
+	a.toolsBy, a.schemas, a.cfg.Tools = by, schemas, tools
+	return nil
+}
+
+// SetRoute switches the model route from the next request on.
+func (a *Agent) SetRoute(r Route) { a.cfg.Route = r }
+
+// Route is the agent's current route.
+func (a *Agent) Route() Route { return a.cfg.Route }
+
+// Session returns the agent's session.
+func (a *Agent) Session() *Session { return a.s }
+
+func latestContext(l *surface.Log) *RequestContext {
+	evs := l.Events()
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == surface.TypeRequestContext {
+			var rc RequestContext
+			if err := unmarshal(evs[i].Data, &rc); err == nil {
+				return &rc
+			}
+		}
+	}
+	return nil
+}
+
+// Inject queues a message for the next step of the running turn (or the
+// next turn when none runs).
+func (a *Agent) Inject(m *surface.Message) { a.stepInbox = append(a.stepInbox, m) }
+
+// UserMessage returns a user message holding text.
+func (a *Agent) UserMessage(text string) *surface.Message {
+	return &surface.Message{ID: a.s.newID(), Role: surface.RoleUser, Source: surface.Source{Kind: "user"},
+		Content: []surface.Block{surface.Text(text)}}
+}
+
+// TurnResult reports how a turn ended.
+type TurnResult struct {
+	Turn   int64
+	Reason surface.EndReason
+	Steps  int
+}
+
+// Run queues the given user messages for the next turn and runs turns while
+// the inbox holds work. It returns the last turn's result. The error is
+// non-nil only when the session itself failed (a log write, an invariant);
+// model and tool failures end the turn with an error reason instead.
+func (a *Agent) Run(ctx context.Context, msgs ...*surface.Message) (*TurnResult, error) {
+	a.inbox = append(a.inbox, msgs...)
+	var last *TurnResult
+	for len(a.inbox) > 0 || len(a.stepInbox) > 0 || last == nil {
+		res, err := a.turn(ctx)
+		if err != nil {
+			return res, err
+		}
+		last = res
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return last, nil
+}

@@ -1,0 +1,309 @@
+package llm
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/surface"
+)
+
+// chunk is the part of an OpenAI-compatible chat.completion.chunk the
+// assembler reads (see chunkDecoder). A non-streamed chat.completion body
+// has the same shape with "message" in place of "delta", and is read the
+// same way.
+type chunk struct {
+	Choices []choice
+	Usage   *usageWire
+	Error   jsontext.Value
+}
+
+type choice struct {
+	Index        int
+	Delta        *delta
+	FinishReason textField
+}
+
+type delta struct {
+	Content          textField
+	ReasoningContent textField
+	Reasoning        textField
+	ToolCalls        []toolDelta
+}
+
+type toolDelta struct {
+	Index     *int
+	ID        string
+	Name      string
+	Arguments textField
+}
+
+type usageWire struct {
+	Prompt      count `json:"prompt_tokens"`
+	Completion  count `json:"completion_tokens"`
+	CacheHit    count `json:"prompt_cache_hit_tokens"`
+	CacheMiss   count `json:"prompt_cache_miss_tokens"`
+	PromptParts *struct {
+		Cached     count `json:"cached_tokens"`
+		CacheWrite count `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionParts *struct {
+		Reasoning count `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// usage maps provider usage to disjoint buckets: cache reads from
+// DeepSeek's prompt_cache_hit_tokens (uncached input then being
+// prompt_cache_miss_tokens) or from prompt_tokens_details.cached_tokens;
+// uncached input is prompt_tokens minus cache reads and writes; reasoning
+// from completion_tokens_details.reasoning_tokens (already in output).
+func (u *usageWire) usage() *surface.Usage {
+	out := &surface.Usage{Output: u.Completion.n}
+	var write int64
+	if u.PromptParts != nil {
+		write = u.PromptParts.CacheWrite.n
+	}
+	switch {
+	case u.CacheHit.set || u.CacheMiss.set:
+		out.CacheRead = u.CacheHit.n
+		if u.CacheMiss.set {
+			out.Input = u.CacheMiss.n
+		} else {
+			out.Input = u.Prompt.n - u.CacheHit.n
+		}
+	default:
+		if u.PromptParts != nil {
+			out.CacheRead = u.PromptParts.Cached.n
+		}
+		out.Input = u.Prompt.n - out.CacheRead - write
+	}
+	out.CacheWrite = write
+	if out.Input < 0 {
+		out.Input = 0
+	}
+	if u.CompletionParts != nil {
+		out.Reasoning = u.CompletionParts.Reasoning.n
+	}
+	return out
+}
+
+// count is a token count that accepts any JSON number or null.
+type count struct {
+	n   int64
+	set bool
+}
+
+func (c *count) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if v.Kind() != '0' {
+		return nil
+	}
+	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+		c.n, c.set = n, true
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err == nil && !math.IsInf(f, 0) && f >= math.MinInt64 && f <= math.MaxInt64 {
+		c.n, c.set = int64(f), true
+	}
+	return nil
+}
+
+// textField is a text member that may be a string, null, an array of
+// {"type":"text","text":...} parts, or (for arguments) a JSON object, which
+// is kept as its JSON text.
+type textField struct {
+	s   string
+	set bool
+}
+
+// sanitize returns p as valid UTF-8 text, for payloads stored as strings.
+func sanitize(p []byte) []byte {
+	if utf8.Valid(p) {
+		return p
+	}
+	return bytes.ToValidUTF8(p, []byte("\uFFFD"))
+}
+
+// part is one output block under construction.
+type part struct {
+	kind     DeltaKind
+	text     strings.Builder // text, reasoning or tool-call arguments
+	id, name string
+	call     int
+}
+
+// assembler folds chunks into output blocks. The client, the scripted
+// model and Reassemble all feed it, so a reply and its reassembly agree.
+type assembler struct {
+	on       func(Delta)
+	parts    []*part
+	byIndex  map[int]*part
+	calls    []*part
+	usage    *surface.Usage
+	finish   string
+	finished bool
+	failure  jsontext.Value // error object sent in the stream
+	dec      chunkDecoder
+}
+
+// feed applies one data payload of event name (empty for unnamed events).
+// It returns the payload as the stream record keeps it and whether that is
+// JSON (else a string).
+func (a *assembler) feed(data []byte, name string) (kept []byte, isJSON bool) {
+	c, valid := a.dec.decode(data, true)
+	kept, isJSON = data, valid
+	if !valid {
+		kept = sanitize(data)
+		c, _ = a.dec.decode(kept, false)
+	}
+	if c != nil {
+		a.apply(c, name, kept)
+	}
+	return kept, isJSON
+}
+
+// replay applies a payload read back from a stream record.
+func (a *assembler) replay(p []byte, isJSON bool, name string) {
+	if c, _ := a.dec.decode(p, isJSON); c != nil {
+		a.apply(c, name, p)
+	}
+}
+
+func (a *assembler) apply(c *chunk, name string, raw []byte) {
+	switch name {
+	case "", "message":
+	case "error":
+		if len(c.Error) > 0 {
+			a.failure = c.Error
+		} else {
+			a.failure = jsontext.Value(raw)
+		}
+		return
+	default:
+		return
+	}
+	if len(c.Error) > 0 && c.Error.Kind() != 'n' {
+		a.failure = c.Error
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.Delta != nil {
+			a.delta(ch.Delta)
+		}
+		if ch.FinishReason.set && ch.FinishReason.s != "" {
+			a.finish, a.finished = ch.FinishReason.s, true
+		}
+	}
+	if c.Usage != nil {
+		a.usage = c.Usage.usage()
+	}
+}
+
+func (a *assembler) delta(d *delta) {
+	r := d.ReasoningContent
+	if !r.set {
+		r = d.Reasoning
+	}
+	if r.s != "" {
+		a.text(DeltaReasoning, r.s)
+	}
+	if d.Content.s != "" {
+		a.text(DeltaText, d.Content.s)
+	}
+	for i := range d.ToolCalls {
+		a.tool(&d.ToolCalls[i])
+	}
+}
+
+func (a *assembler) text(kind DeltaKind, s string) {
+	var p *part
+	if n := len(a.parts); n > 0 && a.parts[n-1].kind == kind {
+		p = a.parts[n-1]
+	} else {
+		p = &part{kind: kind}
+		a.parts = append(a.parts, p)
+	}
+	p.text.WriteString(s)
+	if a.on != nil {
+		a.on(Delta{Kind: kind, Text: s})
+	}
+}
+
+func (a *assembler) tool(t *toolDelta) {
+	var p *part
+	switch {
+	case t.Index != nil:
+		p = a.byIndex[*t.Index]
+	case t.ID != "":
+		for _, q := range a.calls {
+			if q.id == t.ID {
+				p = q
+			}
+		}
+	case len(a.calls) > 0:
+		p = a.calls[len(a.calls)-1]
+	}
+	if p == nil {
+		p = &part{kind: DeltaToolCall, call: len(a.calls)}
+		a.parts = append(a.parts, p)
+		a.calls = append(a.calls, p)
+		if t.Index != nil {
+			if a.byIndex == nil {
+				a.byIndex = map[int]*part{}
+			}
+			a.byIndex[*t.Index] = p
+		}
+	}
+	d := Delta{Kind: DeltaToolCall, Call: p.call, Text: t.Arguments.s}
+	if t.ID != "" && p.id == "" {
+		p.id, d.ID = t.ID, t.ID
+	}
+	if t.Name != "" && p.name == "" {
+		p.name, d.Name = t.Name, t.Name
+	}
+	p.text.WriteString(t.Arguments.s)
+	if a.on != nil {
+		a.on(d)
+	}
+}
+
+// result builds the reply. done says the stream ended with [DONE]; a reply
+// that ends so without a finish_reason finishes with stop, or tool-calls
+// when it called tools.
+func (a *assembler) result(done bool) *Result {
+	r := &Result{Content: make([]surface.Block, 0, len(a.parts)), Usage: a.usage}
+	for _, p := range a.parts {
+		switch p.kind {
+		case DeltaText:
+			r.Content = append(r.Content, surface.Text(p.text.String()))
+		case DeltaReasoning:
+			r.Content = append(r.Content, surface.Block{Type: surface.BlockReasoning, Text: p.text.String()})
+		case DeltaToolCall:
+			id := p.id
+			if id == "" {
+				id = "call_" + strconv.Itoa(p.call)
+			}
+			r.Content = append(r.Content, surface.ToolCall(id, p.name, p.text.String()))
+		}
+	}
+	switch {
+	case a.finished:
+		r.FinishReason = finishOf(a.finish)
+	case done && len(a.calls) > 0:
+		r.FinishReason = FinishToolCalls
+	case done:
+		r.FinishReason = FinishStop
+	}
+	return r
+}

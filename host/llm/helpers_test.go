@@ -1,0 +1,42 @@
+package llm
+
+import (
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/surface"
+)
+
+func msg(id, role string, blocks ...surface.Block) *surface.Message {
+	return &surface.Message{ID: id, Role: role, Content: blocks}
+}
+
+func user(id, text string) *surface.Message { return msg(id, surface.RoleUser, surface.Text(text)) }
+
+func reasoning(s string) surface.Block { return surface.Block{Type: surface.BlockReasoning, Text: s} }
+
+func toolResult(id, callID, text string) *surface.Message {
+	return msg(id, surface.RoleUser, surface.ToolResult(callID, false, surface.Text(text)))
+}
+
+func i64(v int64) *int64     { return &v }
+func f64(v float64) *float64 { return &v }
+
+// requireReassembles checks that the stream record of res rebuilds res.
+func requireReassembles(t *testing.T, res *Result) {
+	t.Helper()
+	require.NotNil(t, res)
+	require.True(t, jsontext.Value(res.Stream).IsValid(), "stream record is not valid JSON: %s", res.Stream)
+	re, err := Reassemble(res.Stream)
+	require.NoError(t, err)
+	require.Equal(t, res.Content, re.Content, "reassembled content")
+	require.Equal(t, res.Usage, re.Usage, "reassembled usage")
+	require.Equal(t, res.FinishReason, re.FinishReason, "reassembled finish reason")
+}
+
+// collect returns an on-func recording deltas and the slice it fills.
+func collect() (func(Delta), *[]Delta) {
+	var ds []Delta
+	return func(d Delta) { ds = append(ds, d) }, &ds
+}

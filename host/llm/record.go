@@ -1,0 +1,212 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// StreamVersion is the version of the stream record format.
+const StreamVersion = 1
+
+// The stream record is the compact, timed, lossless form of one attempt's
+// provider stream, stored in assistant/message.stream and
+// assistant/attempt.stream:
+//
+//	{"v":1,
+//	 "status":429, "headers":{"retry-after":"2"}, "body":<JSON or string>,
+//	 "chunks":[[<ms>,<chunk>], [<ms>,<chunk>,"<event name>"], ...],
+//	 "done":<ms>,
+//	 "error":{"t":<ms>,"code":"RATE_LIMIT","message":"..."}}
+//
+// Times are whole milliseconds since the request was sent. "chunks" holds
+// every SSE data payload in arrival order, verbatim when it is valid JSON
+// and as a JSON string otherwise; a third element names the SSE event when
+// the server named it. Comments and keepalives carry nothing and are not
+// kept. "done" is the time of the [DONE] sentinel. "status", "headers"
+// (Retry-After, Retry-After-Ms, Content-Type, X-Request-Id) and "body" are
+// present only for a non-2xx response. "error" is present when the attempt
+// failed: it is how the attempt ended, as the client reported it. Members
+// appear in the order shown, each only when it has a value; the API key
+// never appears (it is replaced by "[redacted]" wherever a server echoed it).
+type recorder struct {
+	b      []byte
+	chunks int
+}
+
+func newRecorder() *recorder {
+	r := &recorder{b: make([]byte, 0, 1024)}
+	r.b = append(r.b, `{"v":1`...)
+	return r
+}
+
+// response records a non-2xx response.
+func (r *recorder) response(status int, h http.Header, body []byte) {
+	r.b = append(r.b, `,"status":`...)
+	r.b = strconv.AppendInt(r.b, int64(status), 10)
+	first := true
+	for _, k := range []string{"Retry-After", "Retry-After-Ms", "Content-Type", "X-Request-Id"} {
+		v := h.Get(k)
+		if v == "" {
+			continue
+		}
+		if first {
+			r.b = append(r.b, `,"headers":{`...)
+			first = false
+		} else {
+			r.b = append(r.b, ',')
+		}
+		r.str(http.CanonicalHeaderKey(k))
+		r.b = append(r.b, ':')
+		r.str(v)
+	}
+	if !first {
+		r.b = append(r.b, '}')
+	}
+	r.b = append(r.b, `,"body":`...)
+	if jsontext.Value(body).IsValid() && len(body) > 0 {
+		c, err := jsontext.AppendFormat(nil, body)
+		if err == nil {
+			r.b = append(r.b, c...)
+			return
+		}
+	}
+	r.str(string(sanitize(body)))
+}
+
+func (r *recorder) str(s string) {
+	r.b, _ = jsontext.AppendQuote(r.b, s)
+}
+
+// chunk records one data payload.
+func (r *recorder) chunk(ms int64, p []byte, isJSON bool, name string) {
+	if r.chunks == 0 {
+		r.b = append(r.b, `,"chunks":[`...)
+	} else {
+		r.b = append(r.b, ',')
+	}
+	r.chunks++
+	r.b = append(r.b, '[')
+	r.b = strconv.AppendInt(r.b, ms, 10)
+	r.b = append(r.b, ',')
+	if isJSON {
+		r.b = append(r.b, p...)
+	} else {
+		r.str(string(p))
+	}
+	if name != "" {
+		r.b = append(r.b, ',')
+		r.str(name)
+	}
+	r.b = append(r.b, ']')
+}
+
+func (r *recorder) closeChunks() {
+	if r.chunks > 0 {
+		r.b = append(r.b, ']')
+		r.chunks = -1
+	}
+}
+
+// finish closes the record; done < 0 means no [DONE] was received.
+func (r *recorder) finish(done int64, failure *Error, failMS int64) jsontext.Value {
+	r.closeChunks()
+	if done >= 0 {
+		r.b = append(r.b, `,"done":`...)
+		r.b = strconv.AppendInt(r.b, done, 10)
+	}
+	if failure != nil {
+		r.b = append(r.b, `,"error":{"t":`...)
+		r.b = strconv.AppendInt(r.b, failMS, 10)
+		r.b = append(r.b, `,"code":`...)
+		r.str(failure.Code)
+		r.b = append(r.b, `,"message":`...)
+		r.str(failure.Error())
+		r.b = append(r.b, '}')
+	}
+	r.b = append(r.b, '}')
+	return jsontext.Value(r.b)
+}
+
+// StreamInfo is what a stream record says about how its attempt ended.
+type StreamInfo struct {
+	// Status is the HTTP status of a non-2xx response, else 0.
+	Status int
+	// Done reports that the [DONE] sentinel arrived.
+	Done bool
+	// Chunks counts the recorded data payloads.
+	Chunks int
+	// Code is the error code of a failed attempt, else "".
+	Code string
+	// Message is the recorded error message of a failed attempt.
+	Message string
+}
+
+type recordWire struct {
+	V      *int             `json:"v"`
+	Status int              `json:"status"`
+	Chunks []jsontext.Value `json:"chunks"`
+	Done   *int64           `json:"done"`
+	Error  *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Reassemble rebuilds a reply from a stream record: the output blocks,
+// usage and finish reason exactly as the model that produced the record
+// returned them, and Stream set to stream. It reads no network and is what
+// the token meter uses to price provider output.
+func Reassemble(stream jsontext.Value) (*Result, error) {
+	r, _, err := ReassembleInfo(stream)
+	return r, err
+}
+
+// ReassembleInfo is Reassemble that also reports how the attempt ended.
+func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
+	var w recordWire
+	if err := json.Unmarshal(stream, &w); err != nil {
+		return nil, StreamInfo{}, fmt.Errorf("llm: stream record is not readable: %w", err)
+	}
+	if w.V == nil {
+		return nil, StreamInfo{}, errors.New(`llm: stream record has no "v" member`)
+	}
+	if *w.V != StreamVersion {
+		return nil, StreamInfo{}, fmt.Errorf("llm: stream record version %d is not supported (want %d)", *w.V, StreamVersion)
+	}
+	info := StreamInfo{Status: w.Status, Done: w.Done != nil, Chunks: len(w.Chunks)}
+	if w.Error != nil {
+		info.Code, info.Message = w.Error.Code, w.Error.Message
+	}
+	var a assembler
+	var entry []jsontext.Value
+	for i, c := range w.Chunks {
+		entry = entry[:0]
+		if err := json.Unmarshal(c, &entry); err != nil || len(entry) < 2 || len(entry) > 3 || entry[0].Kind() != '0' {
+			return nil, info, fmt.Errorf("llm: stream record chunk %d is not [ms, payload] or [ms, payload, event]", i)
+		}
+		var name string
+		if len(entry) == 3 {
+			if err := json.Unmarshal(entry[2], &name); err != nil {
+				return nil, info, fmt.Errorf("llm: stream record chunk %d has a non-string event name", i)
+			}
+		}
+		p := entry[1]
+		if p.Kind() == '"' {
+			var s string
+			if err := json.Unmarshal(p, &s); err != nil {
+				return nil, info, fmt.Errorf("llm: stream record chunk %d: %w", i, err)
+			}
+			a.replay([]byte(s), false, name)
+			continue
+		}
+		a.replay(p, true, name)
+	}
+	res := a.result(info.Done)
+	res.Stream = stream
+	return res, info, nil
+}

@@ -1,0 +1,78 @@
+package llm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/llm/llmtest"
+	"github.com/weirhost/weir/surface"
+)
+
+func TestRecorderPayloadForms(t *testing.T) {
+	a := &assembler{}
+	rec := newRecorder()
+	payloads := []struct {
+		data   string
+		name   string
+		isJSON bool
+	}{
+		{llmtest.Text("ok "), "", true},
+		{"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bad \xff byte\"}}]}", "", false},
+		{`{"choices":[{"index":0,"delta":{"content":"dup"}}],"choices":[{"index":0,"delta":{"content":"dup2"}}]}`, "", false},
+		{"not json at all", "", false},
+		{`{"type":"ping"}`, "ping", true},
+		{llmtest.Finish("stop"), "", true},
+	}
+	for i, p := range payloads {
+		kept, isJSON := a.feed([]byte(p.data), p.name)
+		require.Equal(t, p.isJSON, isJSON, "payload %d", i)
+		rec.chunk(int64(i), kept, isJSON, p.name)
+	}
+	live := a.result(false)
+	live.Stream = rec.finish(-1, nil, 0)
+	require.True(t, jsontext.Value(live.Stream).IsValid(), "%s", live.Stream)
+	require.Equal(t, []surface.Block{surface.Text("ok bad \uFFFD bytedup2")}, live.Content)
+	require.Equal(t, FinishStop, live.FinishReason)
+	requireReassembles(t, live)
+	require.Contains(t, string(live.Stream), `"not json at all"`)
+	require.Contains(t, string(live.Stream), `[4,{"type":"ping"},"ping"]`)
+}
+
+func TestReassembleRejects(t *testing.T) {
+	tests := []struct {
+		name, rec, want string
+	}{
+		{"not JSON", `{"v":1,`, "not readable"},
+		{"no version", `{"chunks":[]}`, `no "v"`},
+		{"other version", `{"v":2}`, "version 2 is not supported"},
+		{"bad entry", `{"v":1,"chunks":[[1]]}`, "chunk 0 is not [ms, payload]"},
+		{"bad time", `{"v":1,"chunks":[["x",{}]]}`, "chunk 0 is not [ms, payload]"},
+		{"bad event name", `{"v":1,"chunks":[[1,{},7]]}`, "chunk 0 has a non-string event name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Reassemble(jsontext.Value(tt.rec))
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestReassembleEmptyRecords(t *testing.T) {
+	res, info, err := ReassembleInfo(jsontext.Value(`{"v":1,"status":429,"headers":{"Retry-After":"2"},"body":{"error":{"message":"slow"}},"error":{"t":3,"code":"RATE_LIMIT","message":"m"}}`))
+	require.NoError(t, err)
+	require.Empty(t, res.Content)
+	require.Nil(t, res.Usage)
+	require.Equal(t, StreamInfo{Status: 429, Code: CodeRateLimit, Message: "m"}, info)
+}
+
+func TestRecorderResponseBody(t *testing.T) {
+	for _, body := range []string{`{"a" : 1}`, "plain \xff text", ""} {
+		rec := newRecorder()
+		rec.response(500, nil, []byte(body))
+		v := rec.finish(-1, &Error{Code: CodeServer, What: "x"}, 1)
+		require.True(t, v.IsValid(), "%q → %s", body, v)
+		require.False(t, strings.Contains(string(v), "\xff"))
+	}
+}

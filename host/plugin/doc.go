@@ -1,0 +1,51 @@
+// Package plugin is Weir's WebAssembly plugin runtime: it loads plugin
+// modules, sandboxes them and calls them through the ABI of docs/abi.md.
+//
+// # Model
+//
+// One Runtime per process owns one wazero runtime (compiler engine), the
+// WASI and "weir" host modules, and a compilation cache on disk (default
+// os.UserCacheDir()/weir/wazero, overridable with WithCacheDir or the
+// WEIR_WAZERO_CACHE environment variable). Compilation uses parallel workers.
+//
+// Runtime.Load validates a module before compiling it (export names and
+// signatures, memory export, import allow-list: the WASI functions a Go
+// wasip1 guest needs, minus sockets, plus the weir namespace), compiles it
+// (once per content hash per process), starts a first instance, checks its
+// ABI version, asks it to describe itself and initialises it with the
+// plugin's configuration. The result is a Plugin.
+//
+// A Plugin keeps a pool of interchangeable instances. Every call checks one
+// out exclusively, writes the encoded request into the guest's input buffer,
+// calls the dispatcher, validates and copies the output frame at once, and
+// decodes it. An instance is discarded and later replaced after a trap, a
+// deadline, a cancellation, a malformed or oversized output, a recovered
+// panic, after its memory grew past the soft limit, and after a fixed number
+// of calls. A plugin error (the guest reporting it could not do the work)
+// leaves the instance in the pool.
+//
+// # Sandbox
+//
+// Instances see no filesystem, network, arguments or environment; clocks
+// are wazero's fake clocks and random numbers are deterministic, so a replay
+// decides the same. Linear memory is capped (WithMemoryLimit, 64 MiB by
+// default). Every call runs under a deadline per provider kind with
+// CloseOnContextDone, so even a guest that never yields is stopped. Guest
+// stdout and stderr go to bounded buffers and are logged through hclog under
+// the plugin's name.
+//
+// # Host imports
+//
+// Calls receive a Host, the caller's read-only view of the session. The
+// weir host functions answer guest queries from it, encoding into guest
+// buffers, and never call back into the guest. Which imports a call may use
+// depends on its provider kind (abi.Granted); a Host method returning
+// ErrNotGranted, or a nil Host, reads as "not granted" in the guest. Time
+// spent in Host.Summarize does not count against the call's deadline.
+//
+// Errors always name the plugin, the operation and the reason, for example
+//
+//	plugin "x": call prompt.render: deadline 50ms exceeded; instance replaced
+//
+// and match the sentinels of this package with errors.Is.
+package plugin

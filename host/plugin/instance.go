@@ -1,0 +1,219 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+	"github.com/weirhost/weir/sdk/abi"
+)
+
+// instance is one live module instance of a plugin. It is used by one call
+// at a time.
+type instance struct {
+	p       *Plugin
+	mod     api.Module
+	mem     api.Memory
+	fnInput api.Function
+	fnCall  api.Function
+	stack   [2]uint64
+	inPtr   uint32 // the guest input buffer, as last returned by weir_input
+	inCap   uint32 // capacity known for inPtr
+	calls   int
+	req     []byte // request encoding buffer, reused
+	stdout  stdio
+	stderr  stdio
+}
+
+// start instantiates the module (running _initialize), checks the ABI
+// version before anything else, and sends init with the plugin config.
+func (p *Plugin) start(ctx context.Context) (*instance, error) {
+	in := &instance{p: p}
+	in.stdout.limit, in.stderr.limit = p.cfg.stdioLimit, p.cfg.stdioLimit
+	d := p.cfg.deadline(abi.KindUnspecified)
+	bctx, b := newBudget(ctx, d)
+	defer b.stop()
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions(abi.ExportInitialize).
+		WithStdout(&in.stdout).
+		WithStderr(&in.stderr)
+	// No WithFS, WithArgs, WithEnv, WithSysWalltime, WithSysNanotime or
+	// WithRandSource: no files, no arguments, no environment, fake clocks
+	// and a deterministic random source.
+	mod, err := p.rt.wz.InstantiateModule(bctx, p.compiled, mc)
+	if err != nil {
+		fail := in.failure(ctx, bctx, "start instance", err, d)
+		fail.Replaced = false
+		in.flush()
+		return nil, fail
+	}
+	in.mod = mod
+	in.mem = mod.Memory()
+	in.fnInput = mod.ExportedFunction(abi.ExportInput)
+	in.fnCall = mod.ExportedFunction(abi.ExportCall)
+	version := mod.ExportedFunction(abi.ExportVersion)
+	if err := version.CallWithStack(bctx, in.stack[:]); err != nil {
+		fail := in.failure(ctx, bctx, "start instance", err, d)
+		fail.Replaced = false
+		in.close()
+		return nil, fail
+	}
+	if v := uint32(in.stack[0]); v != abi.Major {
+		in.close()
+		return nil, &Error{Plugin: p.name, Op: "start instance", Class: ErrInvalidModule,
+			Detail: "module speaks ABI version " + strconv.FormatUint(uint64(v), 10) +
+				", the host speaks version " + strconv.FormatUint(uint64(abi.Major), 10)}
+	}
+	init := abi.InitRequest{Plugin: p.name, Config: p.cfg.config, AbiMajor: abi.Major, AbiMinor: abi.Minor}
+	var res abi.InitResult
+	if err, discard := in.call(ctx, nil, abi.MethodInit, init.Encode, res.Decode); err != nil {
+		_ = discard
+		in.close()
+		return nil, err
+	}
+	p.stats.started.Add(1)
+	return in, nil
+}
+
+// call runs one dispatcher call: encode the request into the guest's input
+// buffer, call weir_call, validate and copy the output frame, decode the
+// Response and hand its result to dec. discard reports that the instance
+// must not be used again.
+func (in *instance) call(parent context.Context, host Host, method abi.Method,
+	enc func([]byte) []byte, dec func([]byte) error) (err *Error, discard bool) {
+	op := "call " + method.String()
+	defer in.flush()
+	in.req = enc(in.req[:0])
+	if len(in.req) > in.p.cfg.inputLimit {
+		return in.p.fail(op, ErrInputTooLarge, "request of "+strconv.Itoa(len(in.req))+
+			" bytes exceeds the "+strconv.Itoa(in.p.cfg.inputLimit)+"-byte input limit", nil), false
+	}
+	kind := method.Kind()
+	d := in.p.cfg.deadline(kind)
+	bctx, b := newBudget(parent, d)
+	defer b.stop()
+	cs := &callState{parent: parent, host: host, kind: kind, budget: b}
+	bctx = context.WithValue(bctx, callKey{}, cs)
+	in.calls++
+
+	n := uint32(len(in.req))
+	if n > in.inCap {
+		in.stack[0] = uint64(n)
+		if err := in.fnInput.CallWithStack(bctx, in.stack[:]); err != nil {
+			return in.failure(parent, bctx, op, err, d), true
+		}
+		ptr := api.DecodeU32(in.stack[0])
+		if ptr == 0 || uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
+			return in.p.fail(op, ErrMalformedOutput, "malformed output: weir_input("+strconv.Itoa(int(n))+
+				") returned buffer "+strconv.Itoa(int(ptr))+" outside memory", nil).replaced(), true
+		}
+		in.inPtr, in.inCap = ptr, n
+	}
+	if n > 0 && !in.mem.Write(in.inPtr, in.req) {
+		return in.p.fail(op, ErrMalformedOutput, "malformed output: input buffer lies outside memory", nil).replaced(), true
+	}
+
+	in.stack[0], in.stack[1] = uint64(method), uint64(n)
+	if err := in.fnCall.CallWithStack(bctx, in.stack[:]); err != nil {
+		return in.failure(parent, bctx, op, err, d), true
+	}
+	ptr, size := abi.UnpackOutput(in.stack[0])
+	if int64(size) > int64(in.p.cfg.outputLimit) {
+		return in.p.fail(op, ErrOutputTooLarge, "output of "+strconv.FormatUint(uint64(size), 10)+
+			" bytes exceeds the "+strconv.Itoa(in.p.cfg.outputLimit)+"-byte output limit", nil).replaced(), true
+	}
+	view, ok := in.mem.Read(ptr, size)
+	if !ok {
+		return in.p.fail(op, ErrMalformedOutput, "malformed output: frame at "+strconv.FormatUint(uint64(ptr), 10)+
+			" of "+strconv.FormatUint(uint64(size), 10)+" bytes runs past the end of memory ("+
+			strconv.FormatUint(uint64(in.mem.Size()), 10)+" bytes)", nil).replaced(), true
+	}
+	out := bytes.Clone(view) // copy at once: guest memory is the guest's
+	var resp abi.Response
+	if err := resp.Decode(out); err != nil {
+		return in.p.fail(op, ErrMalformedOutput, "malformed output: "+err.Error(), err).replaced(), true
+	}
+	switch resp.Status {
+	case abi.StatusOK:
+	case abi.StatusPluginError:
+		return in.p.fail(op, ErrPluginFailed, "plugin error: "+resp.Error, nil), false
+	case abi.StatusBadRequest:
+		return in.p.fail(op, ErrRejected, "plugin rejected the request: "+resp.Error, nil), false
+	case abi.StatusUnsupported:
+		return in.p.fail(op, ErrUnsupported, "unsupported: "+resp.Error, nil), false
+	case abi.StatusPanic:
+		return in.p.fail(op, ErrPanic, "panic: "+resp.Error, nil).replaced(), true
+	default:
+		return in.p.fail(op, ErrMalformedOutput, "malformed output: unknown status "+
+			strconv.FormatUint(uint64(resp.Status), 10), nil).replaced(), true
+	}
+	if err := dec(resp.Result); err != nil {
+		var lim *limitError
+		if errors.As(err, &lim) {
+			return in.p.fail(op, ErrOutputTooLarge, lim.Error(), nil), false
+		}
+		return in.p.fail(op, ErrMalformedOutput, "malformed output: "+err.Error(), err).replaced(), true
+	}
+	return nil, false
+}
+
+// limitError is returned by result decoders for a result over a limit.
+type limitError struct {
+	what        string
+	size, limit int
+}
+
+func (e *limitError) Error() string {
+	return e.what + " of " + strconv.Itoa(e.size) + " bytes exceeds the " + strconv.Itoa(e.limit) + "-byte limit"
+}
+
+// failure classifies an error of a guest function call.
+func (in *instance) failure(parent, bctx context.Context, op string, err error, d time.Duration) *Error {
+	e := &Error{Plugin: in.p.name, Op: op, Err: err, Replaced: true}
+	var exit *sys.ExitError
+	switch {
+	case errors.Is(context.Cause(bctx), errDeadline):
+		e.Class, e.Detail = ErrDeadline, "deadline "+d.String()+" exceeded"
+	case parent.Err() != nil:
+		e.Class, e.Detail = ErrCancelled, "cancelled: "+context.Cause(parent).Error()
+	case errors.As(err, &exit):
+		e.Class, e.Detail = ErrTrap, "guest exited with code "+strconv.FormatUint(uint64(exit.ExitCode()), 10)
+	default:
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		e.Class, e.Detail = ErrTrap, "trap: "+msg
+	}
+	if x := in.stderr.excerpt(); x != "" && e.Class == ErrTrap {
+		e.Detail += " (guest stderr: " + x + ")"
+	}
+	return e
+}
+
+func (in *instance) flush() {
+	in.stdout.flush(in.p.log, "stdout")
+	in.stderr.flush(in.p.log, "stderr")
+}
+
+// overLimits reports why a healthy instance should still be retired.
+func (in *instance) overLimits() string {
+	if in.calls >= in.p.cfg.maxCalls {
+		return "served " + strconv.Itoa(in.calls) + " calls"
+	}
+	if size := uint64(in.mem.Size()); size > in.p.cfg.softMemoryLimit {
+		return "memory grew to " + strconv.FormatUint(size, 10) + " bytes, over the soft limit of " +
+			strconv.FormatUint(in.p.cfg.softMemoryLimit, 10)
+	}
+	return ""
+}
+
+func (in *instance) close() {
+	if in.mod != nil {
+		_ = in.mod.Close(context.Background())
+	}
+}

@@ -1,0 +1,188 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/weirhost/weir/host/plugin/internal/wasmparse"
+	"github.com/weirhost/weir/sdk/abi"
+)
+
+// wasiAllowed are the wasi_snapshot_preview1 functions a Go wasip1 guest may
+// import: what Go's runtime and syscall package use, without the socket
+// functions. With no preopened directories, no arguments and no
+// environment, the file functions only reach stdin, stdout and stderr.
+var wasiAllowed = map[string]bool{
+	"args_get": true, "args_sizes_get": true, "environ_get": true, "environ_sizes_get": true,
+	"clock_time_get": true, "random_get": true, "poll_oneoff": true, "sched_yield": true,
+	"proc_exit": true, "fd_write": true, "fd_read": true, "fd_close": true, "fd_seek": true,
+	"fd_sync": true, "fd_pread": true, "fd_pwrite": true, "fd_readdir": true,
+	"fd_fdstat_get": true, "fd_fdstat_set_flags": true, "fd_fdstat_set_rights": true,
+	"fd_filestat_get": true, "fd_filestat_set_size": true,
+	"fd_prestat_get": true, "fd_prestat_dir_name": true,
+	"path_open": true, "path_create_directory": true, "path_filestat_get": true,
+	"path_filestat_set_times": true, "path_link": true, "path_readlink": true,
+	"path_remove_directory": true, "path_rename": true, "path_symlink": true,
+	"path_unlink_file": true,
+}
+
+// requiredExports are the function exports of the ABI and their signatures.
+var requiredExports = map[string]wasmparse.FuncType{
+	abi.ExportVersion:    {Results: []wasmparse.ValueType{i32}},
+	abi.ExportInput:      {Params: []wasmparse.ValueType{i32}, Results: []wasmparse.ValueType{i32}},
+	abi.ExportCall:       {Params: []wasmparse.ValueType{i32, i32}, Results: []wasmparse.ValueType{i64}},
+	abi.ExportInitialize: {},
+}
+
+// Load validates, compiles and starts the plugin module wasm under name.
+// Validation happens before compilation, so a refused module costs little.
+// The first instance is started, version-checked, initialised with the
+// configuration (WithConfig) and asked to describe itself; a failure of any
+// of these fails the load.
+func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Option) (*Plugin, error) {
+	cfg := defaultPluginConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p := &Plugin{name: name, rt: r, cfg: cfg, log: r.log.Named(name).With("plugin", name), pool: newPool(cfg.maxInstances)}
+	invalid := func(detail string, err error) error {
+		return p.fail("load", ErrInvalidModule, detail, err)
+	}
+	mod, err := wasmparse.Parse(wasm)
+	if err != nil {
+		return nil, invalid("not a valid WebAssembly module: "+err.Error(), err)
+	}
+	if problems := r.check(mod); len(problems) > 0 {
+		return nil, invalid(strings.Join(problems, "; "), nil)
+	}
+	compiled, err := r.compile(ctx, wasm)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, p.fail("load", ErrClosed, "runtime is closed", nil)
+		}
+		return nil, invalid("compile: "+err.Error(), err)
+	}
+	p.compiled = compiled
+
+	in, err := p.start(ctx)
+	if err != nil {
+		return nil, relabel(err, "load")
+	}
+	var desc abi.Description
+	fail, discard := in.call(ctx, nil, abi.MethodDescribe, (&abi.DescribeRequest{}).Encode, desc.Decode)
+	if fail != nil {
+		in.close()
+		return nil, relabel(fail, "load")
+	}
+	if len(desc.Kinds) == 0 {
+		in.close()
+		return nil, invalid("module describes no provider kind", nil)
+	}
+	p.desc = desc
+	p.pool.put(in, discard)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		p.pool.close()
+		return nil, p.fail("load", ErrClosed, "runtime is closed", nil)
+	}
+	r.plugins[p] = struct{}{}
+	p.log.Debug("loaded", "kinds", kindNames(desc.Kinds), "version", desc.Version, "sdk", desc.Sdk)
+	return p, nil
+}
+
+// relabel prefixes the operation of a plugin error with the load.
+func relabel(err error, op string) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		cp := *pe
+		cp.Op = op + ": " + pe.Op
+		cp.Replaced = false
+		return &cp
+	}
+	return err
+}
+
+// check validates imports and exports; it returns one line per problem.
+func (r *Runtime) check(mod *wasmparse.Module) []string {
+	var problems []string
+	for _, imp := range mod.Imports {
+		where := strconv.Quote(imp.Module) + "." + strconv.Quote(imp.Name)
+		if imp.Kind != wasmparse.KindFunc {
+			problems = append(problems, "module imports "+imp.Kind.String()+" "+where+", which is not allowed")
+			continue
+		}
+		switch imp.Module {
+		case wasiModule:
+			if strings.HasPrefix(imp.Name, "sock_") {
+				problems = append(problems, "module imports "+where+", which is not allowed (plugins have no network)")
+				continue
+			}
+			def, ok := r.wasiSigs[imp.Name]
+			if !wasiAllowed[imp.Name] || !ok {
+				problems = append(problems, "module imports "+where+", which is not allowed")
+				continue
+			}
+			want := wasmparse.FuncType{Params: parseTypes(def.ParamTypes()), Results: parseTypes(def.ResultTypes())}
+			if !imp.Type.Equal(want) {
+				problems = append(problems, "module imports "+where+" with signature "+imp.Type.String()+", want "+want.String())
+			}
+		case abi.ImportModule:
+			want, ok := hostImports[imp.Name]
+			if !ok {
+				problems = append(problems, "module imports "+where+", which the host does not provide")
+				continue
+			}
+			if !imp.Type.Equal(want) {
+				problems = append(problems, "module imports "+where+" with signature "+imp.Type.String()+", want "+want.String())
+			}
+		default:
+			problems = append(problems, "module imports "+where+", which is not allowed")
+		}
+	}
+	names := make([]string, 0, len(requiredExports))
+	for n := range requiredExports {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		want := requiredExports[n]
+		e, ok := mod.Export(n)
+		switch {
+		case !ok:
+			problems = append(problems, "module does not export function "+strconv.Quote(n))
+		case e.Kind != wasmparse.KindFunc:
+			problems = append(problems, "module exports "+strconv.Quote(n)+" as a "+e.Kind.String()+", want a function")
+		case !e.Type.Equal(want):
+			problems = append(problems, "module exports "+strconv.Quote(n)+" with signature "+e.Type.String()+", want "+want.String())
+		}
+	}
+	if e, ok := mod.Export(abi.ExportMemory); !ok || e.Kind != wasmparse.KindMemory {
+		problems = append(problems, "module does not export its memory as "+strconv.Quote(abi.ExportMemory))
+	}
+	return dedupe(problems)
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	out := s[:0]
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func kindNames(ks []abi.Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = k.String()
+	}
+	return strings.Join(s, ",")
+}

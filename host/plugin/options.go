@@ -1,0 +1,152 @@
+package plugin
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/weirhost/weir/sdk/abi"
+)
+
+// Defaults of the runtime and plugin options.
+const (
+	DefaultMemoryLimit     = 64 << 20 // hard cap of a guest's linear memory
+	DefaultSoftMemoryLimit = 48 << 20 // an instance that grew past this is replaced
+	DefaultOutputLimit     = 4 << 20  // largest output frame accepted
+	DefaultInputLimit      = 16 << 20 // largest request written to a guest
+	DefaultStateLimit      = 1 << 20  // largest state blob a plugin may return
+	DefaultMaxCalls        = 10000    // calls before an instance is replaced
+	DefaultStdioLimit      = 64 << 10 // bytes of stdout and of stderr kept per call
+)
+
+// Default deadlines per provider kind. The lifecycle deadline covers starting
+// an instance (including the guest's runtime initialisation), init and
+// describe.
+var defaultDeadlines = map[abi.Kind]time.Duration{
+	abi.KindUnspecified:  2 * time.Second,
+	abi.KindSystemPrompt: 1 * time.Second,
+	abi.KindCompaction:   2 * time.Second,
+	abi.KindTokenMeter:   1 * time.Second,
+}
+
+// CacheEnv names the environment variable that overrides the compilation
+// cache directory.
+const CacheEnv = "WEIR_WAZERO_CACHE"
+
+type runtimeConfig struct {
+	cacheDir    string
+	cacheSet    bool
+	memoryLimit uint64
+	workers     int
+	logger      hclog.Logger
+}
+
+// RuntimeOption configures NewRuntime.
+type RuntimeOption func(*runtimeConfig)
+
+// WithCacheDir stores compiled modules in dir; "" keeps them in memory only.
+// It overrides WEIR_WAZERO_CACHE and the default user cache directory.
+func WithCacheDir(dir string) RuntimeOption {
+	return func(c *runtimeConfig) { c.cacheDir, c.cacheSet = dir, true }
+}
+
+// WithMemoryLimit caps every guest's linear memory (rounded down to 64 KiB
+// pages; a Go guest needs at least 4 MiB to start).
+func WithMemoryLimit(bytes uint64) RuntimeOption {
+	return func(c *runtimeConfig) { c.memoryLimit = bytes }
+}
+
+// WithCompileWorkers sets the number of parallel compilation workers
+// (default GOMAXPROCS).
+func WithCompileWorkers(n int) RuntimeOption {
+	return func(c *runtimeConfig) { c.workers = n }
+}
+
+// WithLogger sets the logger; plugin output and lifecycle events are logged
+// under "plugin" with the plugin's name.
+func WithLogger(l hclog.Logger) RuntimeOption {
+	return func(c *runtimeConfig) { c.logger = l }
+}
+
+func defaultRuntimeConfig() runtimeConfig {
+	return runtimeConfig{
+		memoryLimit: DefaultMemoryLimit,
+		workers:     runtime.GOMAXPROCS(0),
+		logger:      hclog.NewNullLogger(),
+	}
+}
+
+type pluginConfig struct {
+	config          []byte
+	deadlines       map[abi.Kind]time.Duration
+	outputLimit     int
+	inputLimit      int
+	stateLimit      int
+	softMemoryLimit uint64
+	maxCalls        int
+	maxInstances    int
+	stdioLimit      int
+}
+
+// Option configures Runtime.Load.
+type Option func(*pluginConfig)
+
+// WithConfig passes the plugin's configuration (JSON) to init of every new
+// instance.
+func WithConfig(json []byte) Option {
+	return func(c *pluginConfig) { c.config = append([]byte(nil), json...) }
+}
+
+// WithDeadline sets the deadline of calls of one provider kind;
+// abi.KindUnspecified sets the lifecycle deadline (instance start, init,
+// describe).
+func WithDeadline(kind abi.Kind, d time.Duration) Option {
+	return func(c *pluginConfig) { c.deadlines[kind] = d }
+}
+
+// WithOutputLimit caps the size of an output frame.
+func WithOutputLimit(n int) Option { return func(c *pluginConfig) { c.outputLimit = n } }
+
+// WithInputLimit caps the size of a request.
+func WithInputLimit(n int) Option { return func(c *pluginConfig) { c.inputLimit = n } }
+
+// WithStateLimit caps the state blob a plugin may return.
+func WithStateLimit(n int) Option { return func(c *pluginConfig) { c.stateLimit = n } }
+
+// WithSoftMemoryLimit replaces an instance after a call that left its memory
+// larger than n bytes.
+func WithSoftMemoryLimit(n uint64) Option { return func(c *pluginConfig) { c.softMemoryLimit = n } }
+
+// WithMaxCalls replaces an instance after n calls.
+func WithMaxCalls(n int) Option { return func(c *pluginConfig) { c.maxCalls = n } }
+
+// WithMaxInstances bounds the number of live instances, hence concurrent
+// calls (default GOMAXPROCS); further calls wait for a free instance.
+func WithMaxInstances(n int) Option { return func(c *pluginConfig) { c.maxInstances = n } }
+
+// WithStdioLimit caps how much guest stdout and stderr is kept per call.
+func WithStdioLimit(n int) Option { return func(c *pluginConfig) { c.stdioLimit = n } }
+
+func defaultPluginConfig() pluginConfig {
+	c := pluginConfig{
+		deadlines:       map[abi.Kind]time.Duration{},
+		outputLimit:     DefaultOutputLimit,
+		inputLimit:      DefaultInputLimit,
+		stateLimit:      DefaultStateLimit,
+		softMemoryLimit: DefaultSoftMemoryLimit,
+		maxCalls:        DefaultMaxCalls,
+		maxInstances:    runtime.GOMAXPROCS(0),
+		stdioLimit:      DefaultStdioLimit,
+	}
+	for k, d := range defaultDeadlines {
+		c.deadlines[k] = d
+	}
+	return c
+}
+
+func (c *pluginConfig) deadline(k abi.Kind) time.Duration {
+	if d, ok := c.deadlines[k]; ok && d > 0 {
+		return d
+	}
+	return defaultDeadlines[abi.KindUnspecified]
+}

@@ -1,0 +1,190 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/weirhost/weir/sdk/abi"
+)
+
+// Plugin is a loaded plugin: a compiled module, its configuration and a
+// pool of instances. It is safe for concurrent use.
+type Plugin struct {
+	name     string
+	rt       *Runtime
+	compiled wazero.CompiledModule
+	cfg      pluginConfig
+	log      hclog.Logger
+	desc     abi.Description
+	pool     *pool
+	stats    struct {
+		calls, failures, started, replaced atomic.Uint64
+	}
+}
+
+// Stats are a plugin's counters since load.
+type Stats struct {
+	Calls    uint64 // provider and lifecycle calls made through the pool
+	Failures uint64 // calls that returned an error
+	Started  uint64 // instances started
+	Replaced uint64 // instances discarded (faults and limits)
+	Idle     int    // instances idle in the pool now
+}
+
+// Name is the name the plugin was loaded under.
+func (p *Plugin) Name() string { return p.name }
+
+// Description is what the plugin said about itself at load.
+func (p *Plugin) Description() abi.Description { return p.desc }
+
+// Provides reports whether the plugin implements the provider kind.
+func (p *Plugin) Provides(kind abi.Kind) bool { return p.desc.Provides(kind) }
+
+// Stats returns the plugin's counters.
+func (p *Plugin) Stats() Stats {
+	return Stats{
+		Calls:    p.stats.calls.Load(),
+		Failures: p.stats.failures.Load(),
+		Started:  p.stats.started.Load(),
+		Replaced: p.stats.replaced.Load(),
+		Idle:     p.pool.idleCount(),
+	}
+}
+
+// RenderPrompt calls prompt.render.
+func (p *Plugin) RenderPrompt(ctx context.Context, host Host, req *abi.RenderRequest) (string, error) {
+	var res abi.RenderResult
+	err := p.invoke(ctx, host, abi.MethodPromptRender, req.Encode, res.Decode)
+	return res.Prompt, err
+}
+
+// PreStep calls compaction.prestep.
+func (p *Plugin) PreStep(ctx context.Context, host Host, req *abi.CompactionRequest) (*abi.CompactionResult, error) {
+	return p.compaction(ctx, host, abi.MethodCompactionPreStep, req)
+}
+
+// Manual calls compaction.manual.
+func (p *Plugin) Manual(ctx context.Context, host Host, req *abi.CompactionRequest) (*abi.CompactionResult, error) {
+	return p.compaction(ctx, host, abi.MethodCompactionManual, req)
+}
+
+// Overflow calls compaction.overflow.
+func (p *Plugin) Overflow(ctx context.Context, host Host, req *abi.CompactionRequest) (*abi.CompactionResult, error) {
+	return p.compaction(ctx, host, abi.MethodCompactionOverflow, req)
+}
+
+func (p *Plugin) compaction(ctx context.Context, host Host, method abi.Method, req *abi.CompactionRequest) (*abi.CompactionResult, error) {
+	res := new(abi.CompactionResult)
+	err := p.invoke(ctx, host, method, req.Encode, func(b []byte) error {
+		if err := res.Decode(b); err != nil {
+			return err
+		}
+		if len(res.State) > p.cfg.stateLimit {
+			return &limitError{what: "state", size: len(res.State), limit: p.cfg.stateLimit}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Observe calls meter.observe and returns the new state blob.
+func (p *Plugin) Observe(ctx context.Context, host Host, req *abi.ObserveRequest) ([]byte, error) {
+	var res abi.ObserveResult
+	err := p.invoke(ctx, host, abi.MethodMeterObserve, req.Encode, func(b []byte) error {
+		if err := res.Decode(b); err != nil {
+			return err
+		}
+		if len(res.State) > p.cfg.stateLimit {
+			return &limitError{what: "state", size: len(res.State), limit: p.cfg.stateLimit}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.State, nil
+}
+
+// Measure calls meter.measure.
+func (p *Plugin) Measure(ctx context.Context, host Host, req *abi.MeasureRequest) (*abi.Measurement, error) {
+	res := new(abi.Measurement)
+	if err := p.invoke(ctx, host, abi.MethodMeterMeasure, req.Encode, res.Decode); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Call runs any method with an encoded request and returns the encoded
+// result. It serves methods newer than this package's typed API.
+func (p *Plugin) Call(ctx context.Context, host Host, method abi.Method, req []byte) ([]byte, error) {
+	var out []byte
+	err := p.invoke(ctx, host, method, func(b []byte) []byte { return append(b, req...) },
+		func(b []byte) error { out = b; return nil })
+	return out, err
+}
+
+// invoke checks out an instance, runs the call and returns the instance to
+// the pool or discards it.
+func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc func([]byte) []byte, dec func([]byte) error) error {
+	op := "call " + method.String()
+	if k := method.Kind(); k != abi.KindUnspecified && !p.desc.Provides(k) {
+		p.stats.failures.Add(1)
+		return p.fail(op, ErrUnsupported, "plugin does not provide "+k.String(), nil)
+	}
+	p.stats.calls.Add(1)
+	in, err := p.pool.get(ctx, p.start)
+	if err != nil {
+		p.stats.failures.Add(1)
+		var pe *Error
+		switch {
+		case errors.As(err, &pe):
+			return pe
+		case errors.Is(err, ErrClosed):
+			return p.fail(op, ErrClosed, "plugin is closed", nil)
+		default:
+			return p.fail(op, ErrCancelled, "cancelled while waiting for an instance: "+err.Error(), err)
+		}
+	}
+	fail, discard := in.call(ctx, host, method, enc, dec)
+	if !discard {
+		if why := in.overLimits(); why != "" {
+			p.log.Debug("retiring instance", "reason", why)
+			discard = true
+		}
+	}
+	if discard {
+		p.stats.replaced.Add(1)
+	}
+	p.pool.put(in, discard)
+	if fail != nil {
+		p.stats.failures.Add(1)
+		p.log.Debug("call failed", "method", method.String(), "error", fail.Error())
+		return fail
+	}
+	return nil
+}
+
+func (p *Plugin) fail(op string, class error, detail string, err error) *Error {
+	return &Error{Plugin: p.name, Op: op, Class: class, Detail: detail, Err: err}
+}
+
+func (e *Error) replaced() *Error {
+	e.Replaced = true
+	return e
+}
+
+// Close closes the plugin's instances. Calls in flight finish first; later
+// calls fail with ErrClosed.
+func (p *Plugin) Close(ctx context.Context) error {
+	p.pool.close()
+	p.rt.mu.Lock()
+	delete(p.rt.plugins, p)
+	p.rt.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,79 @@
+package plugin
+
+import (
+	"context"
+	"sync"
+)
+
+// pool holds a plugin's idle instances and bounds its live ones. An
+// instance is checked out by exactly one call at a time.
+type pool struct {
+	slots  chan struct{} // one token per live-or-starting instance in use
+	mu     sync.Mutex
+	idle   []*instance
+	closed bool
+}
+
+func newPool(size int) *pool {
+	return &pool{slots: make(chan struct{}, max(1, size))}
+}
+
+// get checks out an idle instance, or starts one with start when none is
+// idle. It waits while every slot is in use.
+func (pl *pool) get(ctx context.Context, start func(context.Context) (*instance, error)) (*instance, error) {
+	select {
+	case pl.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	pl.mu.Lock()
+	if pl.closed {
+		pl.mu.Unlock()
+		<-pl.slots
+		return nil, ErrClosed
+	}
+	if n := len(pl.idle); n > 0 {
+		in := pl.idle[n-1]
+		pl.idle = pl.idle[:n-1]
+		pl.mu.Unlock()
+		return in, nil
+	}
+	pl.mu.Unlock()
+	in, err := start(ctx)
+	if err != nil {
+		<-pl.slots
+		return nil, err
+	}
+	return in, nil
+}
+
+// put returns an instance; a discarded one is closed.
+func (pl *pool) put(in *instance, discard bool) {
+	pl.mu.Lock()
+	if discard || pl.closed {
+		pl.mu.Unlock()
+		in.close()
+	} else {
+		pl.idle = append(pl.idle, in)
+		pl.mu.Unlock()
+	}
+	<-pl.slots
+}
+
+// idleCount is the number of idle instances.
+func (pl *pool) idleCount() int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return len(pl.idle)
+}
+
+// close closes idle instances; checked-out ones are closed when returned.
+func (pl *pool) close() {
+	pl.mu.Lock()
+	idle := pl.idle
+	pl.idle, pl.closed = nil, true
+	pl.mu.Unlock()
+	for _, in := range idle {
+		in.close()
+	}
+}

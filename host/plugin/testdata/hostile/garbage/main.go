@@ -1,0 +1,53 @@
+// Command garbage is a hostile test plugin written against the raw ABI (the SDK
+// would not allow it): its output frame is not a valid Response.
+// It answers init, describe and ordinary prompt.render requests correctly
+// and misbehaves when the route's model is "hostile".
+package main
+
+import (
+	"unsafe"
+
+	"github.com/weirhost/weir/sdk/abi"
+)
+
+var (
+	input = make([]byte, 64<<10)
+	out   []byte
+)
+
+//go:wasmexport weir_abi_version
+func weirABIVersion() uint32 { return abi.Major }
+
+//go:wasmexport weir_input
+func weirInput(size uint32) uint32 {
+	if int(size) > len(input) {
+		input = make([]byte, size)
+	}
+	return uint32(uintptr(unsafe.Pointer(&input[0])))
+}
+
+//go:wasmexport weir_call
+func weirCall(method, n uint32) uint64 {
+	switch abi.Method(method) {
+	case abi.MethodInit:
+		return frame(nil)
+	case abi.MethodDescribe:
+		d := abi.Description{Name: "garbage", Kinds: []abi.Kind{abi.KindSystemPrompt}}
+		return frame(d.Encode(nil))
+	}
+	var req abi.RenderRequest
+	if err := req.Decode(input[:n]); err != nil || req.Route.Model != "hostile" {
+		res := abi.RenderResult{Prompt: "ok"}
+		return frame(res.Encode(nil))
+	}
+	out = append(out[:0], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02)
+	return abi.PackOutput(uint32(uintptr(unsafe.Pointer(&out[0]))), uint32(len(out)))
+}
+
+func frame(result []byte) uint64 {
+	r := abi.Response{Result: result}
+	out = r.Encode(out[:0])
+	return abi.PackOutput(uint32(uintptr(unsafe.Pointer(unsafe.SliceData(out)))), uint32(len(out)))
+}
+
+func main() {}

@@ -1,0 +1,100 @@
+package host
+
+import (
+	"fmt"
+
+	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/surface"
+)
+
+// BuildRequest builds the model request a log implies: the latest header's
+// config, the messages derived from the surface (system message first when
+// present) and the header's tools. It is a pure function of the log.
+func BuildRequest(l *surface.Log, sessionID string) (*llm.Request, error) {
+	h := l.Header()
+	if h == nil {
+		return nil, fmt.Errorf("no request/header before seq %d: nothing to build a request from", l.NextSeq())
+	}
+	msgs := l.Messages()
+	for i, m := range msgs {
+		msgs[i] = cloneMessage(m)
+	}
+	return &llm.Request{Config: h.Config, Messages: msgs, Tools: h.Tools, SessionID: sessionID}, nil
+}
+
+// cloneMessage copies a message deeply enough that a consumer changing its
+// content cannot reach the log's copy.
+func cloneMessage(m *surface.Message) *surface.Message {
+	c := *m
+	c.Content = cloneBlocks(m.Content)
+	return &c
+}
+
+func cloneBlocks(bs []surface.Block) []surface.Block {
+	if bs == nil {
+		return nil
+	}
+	out := make([]surface.Block, len(bs))
+	for i, b := range bs {
+		b.Content = cloneBlocks(b.Content)
+		out[i] = b
+	}
+	return out
+}
+
+// RequestAt rebuilds the request that was dispatched for the attempt that
+// seq belongs to. seq may name the attempt's request/header or
+// request/context, or its settlement (assistant/message or
+// assistant/attempt); the request is built from the log prefix before that
+// settlement.
+func RequestAt(events []surface.Event, seq int64, sessionID string) (*llm.Request, error) {
+	if seq < 0 || seq >= int64(len(events)) {
+		return nil, fmt.Errorf("seq %d is outside the log (0..%d)", seq, len(events)-1)
+	}
+	switch events[seq].Type {
+	case surface.TypeRequestHeader, surface.TypeRequestContext, surface.TypeAssistantMessage, surface.TypeAssistantAttempt:
+	default:
+		return nil, fmt.Errorf("seq %d is a %s event: name a request/header, request/context, assistant/message or assistant/attempt", seq, events[seq].Type)
+	}
+	at := seq
+	for at < int64(len(events)) && !settles(events[at].Type) {
+		if t := events[at].Type; at > seq && (t == surface.TypeStepEnd || t == surface.TypeTurnEnd) {
+			return nil, fmt.Errorf("seq %d: no request was dispatched after it in its step", seq)
+		}
+		at++
+	}
+	if at == int64(len(events)) {
+		return nil, fmt.Errorf("seq %d: the log ends before the request was settled", seq)
+	}
+	l, err := surface.Restore(events[:at])
+	if err != nil {
+		return nil, err
+	}
+	return BuildRequest(l, sessionID)
+}
+
+func settles(typ string) bool {
+	return typ == surface.TypeAssistantMessage || typ == surface.TypeAssistantAttempt
+}
+
+// Requests rebuilds every dispatched request of a log, in order, keyed by
+// the seq of its settlement event.
+func Requests(events []surface.Event, sessionID string) (map[int64]*llm.Request, []int64, error) {
+	out := map[int64]*llm.Request{}
+	var order []int64
+	l := surface.New()
+	for i := range events {
+		if settles(events[i].Type) {
+			r, err := BuildRequest(l, sessionID)
+			if err != nil {
+				return nil, nil, err
+			}
+			out[events[i].Seq] = r
+			order = append(order, events[i].Seq)
+		}
+		if err := l.Admit(events[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, order, nil
+}

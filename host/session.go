@@ -1,0 +1,196 @@
+package host
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/weirhost/weir/surface"
+)
+
+// Store persists committed events durably. Append returns only after the
+// batch is durable.
+type Store interface {
+	Append(events []surface.Event) error
+}
+
+// Proposer names who proposes events; each kind may propose only some.
+type Proposer struct {
+	Kind ProposerKind
+	ID   string // the provider's id; "" for the loop
+}
+
+// ProposerKind is a kind of proposer.
+type ProposerKind string
+
+// Proposer kinds and what each may propose:
+//   - loop: anything the log admits;
+//   - prompt: system/message only;
+//   - compaction: user/message replacements (checkpoints), tool/result
+//     rewrites (pruning) and compaction/* log events;
+//   - meter: nothing.
+const (
+	ByLoop       ProposerKind = "loop"
+	ByPrompt     ProposerKind = "prompt"
+	ByCompaction ProposerKind = "compaction"
+	ByMeter      ProposerKind = "meter"
+)
+
+// ErrNotPermitted is the error of a proposal its proposer's kind may not make.
+var ErrNotPermitted = errors.New("not permitted")
+
+func (p Proposer) String() string {
+	if p.ID == "" {
+		return string(p.Kind)
+	}
+	return fmt.Sprintf("%s provider %q", p.Kind, p.ID)
+}
+
+func (p Proposer) permits(q *surface.Proposal) error {
+	deny := func(why string) error {
+		return fmt.Errorf("%s may not propose %s: %s: %w", p, q.Type, why, ErrNotPermitted)
+	}
+	switch p.Kind {
+	case ByLoop:
+		return nil
+	case ByPrompt:
+		if q.Type != surface.TypeSystemMessage {
+			return deny("a prompt provider proposes only system/message")
+		}
+	case ByCompaction:
+		switch {
+		case q.Type == surface.TypeUserMessage && q.Op.Kind == surface.OpReplace:
+		case q.Type == surface.TypeToolResult && q.Op.Kind == surface.OpReplace:
+		case strings.HasPrefix(q.Type, "compaction/"):
+		case q.Type == surface.TypeUserMessage:
+			return deny("a compaction checkpoint must replace a range, not append")
+		default:
+			return deny("a compaction provider proposes only checkpoint replacements, tool-result rewrites and compaction/* events")
+		}
+	case ByMeter:
+		return deny("a token meter proposes nothing")
+	default:
+		return deny("unknown proposer kind")
+	}
+	return nil
+}
+
+// Session is one session: its log and durable store. It is the single
+// writer: every event, whoever proposes it, is admitted here.
+type Session struct {
+	id    string
+	mu    sync.Mutex
+	log   *surface.Log
+	store Store
+	newID func() string
+	// broken is set when the store failed after the log committed: the
+	// in-memory log is ahead of the durable one and no more appends are
+	// accepted.
+	broken error
+}
+
+// SessionOption configures a Session.
+type SessionOption func(*Session)
+
+// WithIDs sets the message-id generator (for deterministic tests).
+func WithIDs(next func() string) SessionOption { return func(s *Session) { s.newID = next } }
+
+// NewSession wraps a log and its store (nil for an in-memory session).
+func NewSession(id string, log *surface.Log, store Store, opts ...SessionOption) *Session {
+	s := &Session{id: id, log: log, store: store, newID: RandomID}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// RandomID returns a fresh random message id.
+func RandomID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "m-" + hex.EncodeToString(b[:])
+}
+
+// CounterIDs returns a deterministic id generator: prefix-1, prefix-2, ...
+func CounterIDs(prefix string) func() string {
+	n := 0
+	return func() string { n++; return fmt.Sprintf("%s-%d", prefix, n) }
+}
+
+// ID is the session id.
+func (s *Session) ID() string { return s.id }
+
+// NewID returns a fresh message id.
+func (s *Session) NewID() string { return s.newID() }
+
+// Log returns the session's log for reading. Callers must not read it while
+// another goroutine proposes.
+func (s *Session) Log() *surface.Log { return s.log }
+
+// Propose admits ps in order, all or nothing, after checking that by may
+// propose each of them, and persists them before returning. A rejection
+// leaves the log unchanged and names the proposer and the rule.
+func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil {
+		return nil, s.broken
+	}
+	for i := range ps {
+		if err := by.permits(&ps[i]); err != nil {
+			return nil, err
+		}
+	}
+	evs, err := s.log.AppendBatch(ps)
+	if err != nil {
+		if by.Kind == ByLoop {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: proposal rejected: %w", by, err)
+	}
+	if s.store != nil {
+		if err := s.store.Append(evs); err != nil {
+			s.broken = fmt.Errorf("session %s: the durable log is behind the in-memory log after a failed write (seq %d..%d); reopen the session: %w",
+				s.id, evs[0].Seq, evs[len(evs)-1].Seq, err)
+			return nil, s.broken
+		}
+	}
+	return evs, nil
+}
+
+// append is Propose for the loop with one event built from typed data.
+func (s *Session) append(typ string, data any, op surface.Op, sources []int64) (surface.Event, error) {
+	b, err := surface.Data(data)
+	if err != nil {
+		return surface.Event{}, fmt.Errorf("encode %s: %w", typ, err)
+	}
+	evs, err := s.Propose(Proposer{Kind: ByLoop}, surface.Proposal{Type: typ, Data: b, Op: op, Sources: sources})
+	if err != nil {
+		return surface.Event{}, err
+	}
+	return evs[0], nil
+}
+
+// Repair closes a turn a crash left open (spec 13.4) and persists the
+// closers. It returns the appended events; none for a balanced log.
+func (s *Session) Repair() ([]surface.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil {
+		return nil, s.broken
+	}
+	evs, err := s.log.Repair(s.newID)
+	if err != nil || len(evs) == 0 {
+		return nil, err
+	}
+	if s.store != nil {
+		if err := s.store.Append(evs); err != nil {
+			s.broken = fmt.Errorf("session %s: crash repair could not be persisted: %w", s.id, err)
+			return nil, s.broken
+		}
+	}
+	return evs, nil
+}

@@ -1,0 +1,71 @@
+package host
+
+import (
+	"context"
+	"errors"
+
+	"github.com/weirhost/weir/surface"
+)
+
+// View is the read access a provider has to its session while it is called,
+// plus the capabilities its kind was granted. Providers never write through
+// a View: what they want changed they return as proposals.
+type View struct {
+	s          *Session
+	meter      Meter
+	summarizer Summarizer
+}
+
+// ErrNotGranted is returned by a capability the provider's kind lacks.
+var ErrNotGranted = errors.New("capability not granted to this provider kind")
+
+// SessionID is the session's id.
+func (v *View) SessionID() string { return v.s.id }
+
+// Nodes describes the surface nodes in order.
+func (v *View) Nodes() []surface.NodeInfo { return v.s.log.Surface() }
+
+// Message returns the message of a surface event.
+func (v *View) Message(seq int64) (*surface.Message, bool) { return v.s.log.Message(seq) }
+
+// Event returns a committed event.
+func (v *View) Event(seq int64) (surface.Event, bool) { return v.s.log.Event(seq) }
+
+// Events returns the committed events (read-only, shared).
+func (v *View) Events() []surface.Event { return v.s.log.Events() }
+
+// Messages derives the current wire history.
+func (v *View) Messages() []*surface.Message { return v.s.log.Messages() }
+
+// Header is the latest logged request header, or nil.
+func (v *View) Header() *surface.Header { return v.s.log.Header() }
+
+// Generations returns replaceGeneration and contentGeneration.
+func (v *View) Generations() (replace, content uint64) {
+	return v.s.log.ReplaceGeneration(), v.s.log.ContentGeneration()
+}
+
+// NextSeq is the seq the next committed event will get.
+func (v *View) NextSeq() int64 { return v.s.log.NextSeq() }
+
+// OpenTurn returns the open turn and step (0 when none).
+func (v *View) OpenTurn() (turn, step int64) { return v.s.log.OpenTurn() }
+
+// NewID returns a fresh message id.
+func (v *View) NewID() string { return v.s.newID() }
+
+// Measure asks the session's token meter for a measurement.
+func (v *View) Measure(ctx context.Context, header *surface.Header) (*Measurement, error) {
+	if v.meter == nil {
+		return nil, ErrNotGranted
+	}
+	return v.meter.Measure(ctx, header)
+}
+
+// Summarize calls the model through the host (compaction providers only).
+func (v *View) Summarize(ctx context.Context, req SummaryRequest) (*SummaryResult, error) {
+	if v.summarizer == nil {
+		return nil, ErrNotGranted
+	}
+	return v.summarizer.Summarize(ctx, req)
+}
