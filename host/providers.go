@@ -56,16 +56,16 @@ type Meter interface {
 
 // Measurement is a token snapshot of the surface (spec 12.2).
 type Measurement struct {
-	LogRevision        int64         `json:"logRevision"`
-	Baseline           string        `json:"baseline"` // "none", "usage" or "estimated"
-	BaselineTokens     int64         `json:"baselineTokens"`
-	SurfaceDeltaTokens int64         `json:"surfaceDeltaTokens"`
-	TotalTokens        int64         `json:"totalTokens"`
-	SurfaceTokens      int64         `json:"surfaceTokens"`
-	Nodes              []NodeTokens  `json:"nodes"`
-	Breakdown          Breakdown     `json:"breakdown"`
-	EstimateError      *int64        `json:"estimateError,omitzero"`
-	Tokenizer          string        `json:"tokenizer,omitzero"`
+	LogRevision        int64        `json:"logRevision"`
+	Baseline           string       `json:"baseline"` // "none", "usage" or "estimated"
+	BaselineTokens     int64        `json:"baselineTokens"`
+	SurfaceDeltaTokens int64        `json:"surfaceDeltaTokens"`
+	TotalTokens        int64        `json:"totalTokens"`
+	SurfaceTokens      int64        `json:"surfaceTokens"`
+	Nodes              []NodeTokens `json:"nodes"`
+	Breakdown          Breakdown    `json:"breakdown"`
+	EstimateError      *int64       `json:"estimateError,omitzero"`
+	Tokenizer          string       `json:"tokenizer,omitzero"`
 }
 
 // NodeTokens is the price of one surface node.

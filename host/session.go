@@ -90,6 +90,7 @@ type Session struct {
 	// in-memory log is ahead of the durable one and no more appends are
 	// accepted.
 	broken error
+	closer func() error
 }
 
 // SessionOption configures a Session.

@@ -13,3 +13,18 @@ func (l *Log) Admit(e Event) error {
 	l.notify([]Event{e})
 	return nil
 }
+
+// MarkSeed appends the session/end-seed marker that a session constructor
+// writes when it resumes a log (3.5), unless the log already ends in one; it
+// returns the appended events (none or one). A resumed session that adds
+// nothing therefore does not grow the log on the next resume.
+func (l *Log) MarkSeed() ([]Event, error) {
+	if n := len(l.events); n > 0 && l.events[n-1].Type == TypeEndSeed {
+		return nil, nil
+	}
+	e, err := l.appendMarker(false)
+	if err != nil {
+		return nil, err
+	}
+	return []Event{e}, nil
+}

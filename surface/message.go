@@ -20,7 +20,7 @@ type Message struct {
 	Role    string         `json:"role"`
 	Source  Source         `json:"source"`
 	Content []Block        `json:"content"`
-	Unknown jsontext.Value `json:",unknown"`
+	Unknown jsontext.Value `json:",embed"`
 }
 
 // Source says where a message came from: kind "user", "plugin" (Plugin set),
@@ -31,7 +31,7 @@ type Source struct {
 	Provider string         `json:"provider,omitzero"`
 	Model    string         `json:"model,omitzero"`
 	CallID   string         `json:"callId,omitzero"`
-	Unknown  jsontext.Value `json:",unknown"`
+	Unknown  jsontext.Value `json:",embed"`
 }
 
 // Block types.
@@ -83,7 +83,7 @@ type blockWire struct {
 	ToolCallID *string        `json:"toolCallId,omitzero"`
 	IsError    *bool          `json:"isError,omitzero"`
 	Content    []Block        `json:"content,omitzero"`
-	Unknown    jsontext.Value `json:",unknown"`
+	Unknown    jsontext.Value `json:",embed"`
 }
 
 // MarshalJSONTo writes the block with the members its type defines. A block

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"flag"
+	"strings"
+
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/llm"
+)
+
+func init() {
+	register(&command{name: "request", summary: "print the exact wire request body the loop sent at a seq", run: requestCmd})
+	register(&command{name: "transcript", summary: "print the human transcript (append-origin messages, no system prompt)", run: transcriptCmd})
+}
+
+// parseArgs parses flags that may stand before or after the positional
+// arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%v", err)
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func requestCmd(e *env, args []string) error {
+	fs := flag.NewFlagSet("request", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	at := fs.Int64("at", -1, "seq of the request's request/header, request/context or settlement (assistant/message, assistant/attempt)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *at < 0 {
+		return usagef("usage: host request FILE --at SEQ")
+	}
+	s, err := loadLog(pos[0])
+	if err != nil {
+		return err
+	}
+	req, err := host.RequestAt(s.log.Events(), *at, s.id)
+	if err != nil {
+		return err
+	}
+	body, err := llm.EncodeRequest(req)
+	if err != nil {
+		return err
+	}
+	_, err = e.stdout.Write(body)
+	return err
+}
+
+// transcriptJSON is the documented shape of "host transcript --json".
+type transcriptJSON struct {
+	Session string      `json:"session"`
+	Entries []entryJSON `json:"entries"`
+}
+
+type entryJSON struct {
+	Seq  int64  `json:"seq"`
+	Type string `json:"type"`
+	Role string `json:"role"`
+	Text string `json:"text"`
+}
+
+func transcriptCmd(e *env, args []string) error {
+	fs := flag.NewFlagSet("transcript", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("usage: host transcript [--json] FILE")
+	}
+	s, err := loadLog(pos[0])
+	if err != nil {
+		return err
+	}
+	out := transcriptJSON{Session: s.id, Entries: []entryJSON{}}
+	for _, en := range s.log.Transcript() {
+		out.Entries = append(out.Entries, entryJSON{Seq: en.Seq, Type: en.Type, Role: en.Message.Role, Text: previewOf(en.Message, 1<<20)})
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, out)
+	}
+	for _, en := range out.Entries {
+		who := en.Role
+		if en.Type == "tool/result" {
+			who = "tool"
+		}
+		line := strings.TrimSpace(en.Text)
+		if line == "" {
+			continue
+		}
+		if _, err := e.stdout.Write([]byte(who + ": " + line + "\n")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
