@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/hashicorp/go-hclog"
@@ -42,6 +43,12 @@ type Config struct {
 	// MaxOverflowRetries bounds context-overflow recoveries per turn
 	// (default 1; negative disables).
 	MaxOverflowRetries int
+	// MaxRetries bounds retries of rate-limited, server-error and
+	// broken-stream attempts per step (default 2; negative disables).
+	MaxRetries int
+	// MaxRetryWait caps the wait before a retry, whatever the provider's
+	// Retry-After says (default 30s).
+	MaxRetryWait time.Duration
 }
 
 // PreStep is the value of the agent/pre-step waterfall: the claimed batch
@@ -90,6 +97,7 @@ type Agent struct {
 	lastCtx  *RequestContext
 	rc       runtimeContext
 	overflow int
+	retries  int // retries in the current step
 	toolsBy  map[string]Tool
 	schemas  []jsontext.Value
 }
@@ -121,6 +129,12 @@ func NewAgent(s *Session, cfg Config) (*Agent, error) {
 	}
 	if cfg.MaxOverflowRetries == 0 {
 		cfg.MaxOverflowRetries = 1
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 2
+	}
+	if cfg.MaxRetryWait == 0 {
+		cfg.MaxRetryWait = 30 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -157,6 +171,11 @@ func NewAgent(s *Session, cfg Config) (*Agent, error) {
 			return in, a.compact(ctx, c, CompactPressure)
 		}, waterfall.Priority(-1000+i))
 		if err != nil {
+			return nil, err
+		}
+	}
+	if cfg.MaxRetries > 0 {
+		if _, err := a.RequestErrorChain.Add("llm/retry", a.retryHandler, waterfall.Priority(1000)); err != nil {
 			return nil, err
 		}
 	}

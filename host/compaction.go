@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
@@ -86,4 +87,49 @@ func (m *modelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (*S
 		return nil, err
 	}
 	return &SummaryResult{Content: r.Content, Usage: r.Usage, FinishReason: string(r.FinishReason), Provider: req.Provider, Model: req.Model}, nil
+}
+
+// retryHandler retries transient failures (rate limit, server error, broken
+// stream) up to MaxRetries times per step, waiting what the provider asked
+// (capped), and records each retry as an llm/retry event.
+func (a *Agent) retryHandler(ctx context.Context, in RequestError) (RequestError, error) {
+	if in.Retry || a.retries >= a.cfg.MaxRetries {
+		return in, nil
+	}
+	var e *llm.Error
+	if !errors.As(in.Err, &e) {
+		return in, nil
+	}
+	switch e.Code {
+	case llm.CodeRateLimit, llm.CodeServer, llm.CodeBrokenStream:
+	default:
+		return in, nil
+	}
+	wait := e.RetryAfter
+	if wait <= 0 {
+		wait = time.Duration(a.retries+1) * 500 * time.Millisecond
+	}
+	wait = min(wait, a.cfg.MaxRetryWait)
+	a.retries++
+	if _, err := a.s.append(surface.TypeLLMRetry, retryData{Turn: in.Turn, Step: in.Step, Retry: a.retries,
+		Failure: surface.CallError{Message: e.Error(), Code: e.Code}, WaitMs: wait.Milliseconds()}, surface.Op{}, nil); err != nil {
+		return in, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return in, nil
+	case <-t.C:
+	}
+	in.Retry = true
+	return in, nil
+}
+
+type retryData struct {
+	Turn    int64             `json:"turn"`
+	Step    int64             `json:"step"`
+	Retry   int               `json:"retry"`
+	Failure surface.CallError `json:"failure"`
+	WaitMs  int64             `json:"waitMs"`
 }

@@ -143,6 +143,7 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 		}
 	}
 	// Attempts.
+	a.retries = 0
 	startsSeries := d.StartsSeries
 	for {
 		res, err := a.attempt(ctx, turn, step, startsSeries)

@@ -87,18 +87,17 @@ func BenchmarkStreamDecode(b *testing.B) {
 // BenchmarkClientStream measures a whole streamed reply over loopback
 // HTTP against llmtest.
 func BenchmarkClientStream(b *testing.B) {
-	_, chunks := longStream()
+	body, _ := longStream()
 	srv := llmtest.NewServer(b)
 	srv.SetFallback(func(int, llmtest.Request) llmtest.Reply {
-		return llmtest.Reply{Raw: []string{longBody}}
+		return llmtest.Reply{Raw: []string{string(body)}}
 	})
-	longBody = string(mustBody())
 	c, err := NewClient(ClientConfig{BaseURL: srv.URL(), APIKey: testKey})
 	if err != nil {
 		b.Fatal(err)
 	}
 	req := simpleRequest("deepseek")
-	b.SetBytes(int64(len(longBody)))
+	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := c.Stream(context.Background(), req, nil)
@@ -106,14 +105,6 @@ func BenchmarkClientStream(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	_ = chunks
-}
-
-var longBody string
-
-func mustBody() []byte {
-	body, _ := longStream()
-	return body
 }
 
 // BenchmarkReassemble measures rebuilding a long reply from its record.

@@ -276,4 +276,3 @@ func streamError(provider string, raw jsontext.Value) *Error {
 	e.Hint = "retry; the partial reply was kept"
 	return e
 }
-

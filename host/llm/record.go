@@ -1,8 +1,10 @@
 package llm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -146,17 +148,6 @@ type StreamInfo struct {
 	Message string
 }
 
-type recordWire struct {
-	V      *int             `json:"v"`
-	Status int              `json:"status"`
-	Chunks []jsontext.Value `json:"chunks"`
-	Done   *int64           `json:"done"`
-	Error  *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // Reassemble rebuilds a reply from a stream record: the output blocks,
 // usage and finish reason exactly as the model that produced the record
 // returned them, and Stream set to stream. It reads no network and is what
@@ -168,45 +159,128 @@ func Reassemble(stream jsontext.Value) (*Result, error) {
 
 // ReassembleInfo is Reassemble that also reports how the attempt ended.
 func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
-	var w recordWire
-	if err := json.Unmarshal(stream, &w); err != nil {
-		return nil, StreamInfo{}, fmt.Errorf("llm: stream record is not readable: %w", err)
-	}
-	if w.V == nil {
-		return nil, StreamInfo{}, errors.New(`llm: stream record has no "v" member`)
-	}
-	if *w.V != StreamVersion {
-		return nil, StreamInfo{}, fmt.Errorf("llm: stream record version %d is not supported (want %d)", *w.V, StreamVersion)
-	}
-	info := StreamInfo{Status: w.Status, Done: w.Done != nil, Chunks: len(w.Chunks)}
-	if w.Error != nil {
-		info.Code, info.Message = w.Error.Code, w.Error.Message
-	}
+	var info StreamInfo
 	var a assembler
-	var entry []jsontext.Value
-	for i, c := range w.Chunks {
-		entry = entry[:0]
-		if err := json.Unmarshal(c, &entry); err != nil || len(entry) < 2 || len(entry) > 3 || entry[0].Kind() != '0' {
-			return nil, info, fmt.Errorf("llm: stream record chunk %d is not [ms, payload] or [ms, payload, event]", i)
+	dec := jsontext.NewDecoder(bytes.NewReader(stream))
+	bad := func(err error) (*Result, StreamInfo, error) {
+		return nil, info, fmt.Errorf("llm: stream record is not readable: %w", err)
+	}
+	if tok, err := dec.ReadToken(); err != nil {
+		return bad(err)
+	} else if tok.Kind() != '{' {
+		return nil, info, errors.New("llm: stream record is not a JSON object")
+	}
+	version := -1
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return bad(err)
 		}
-		var name string
-		if len(entry) == 3 {
-			if err := json.Unmarshal(entry[2], &name); err != nil {
-				return nil, info, fmt.Errorf("llm: stream record chunk %d has a non-string event name", i)
+		key := tok.String()
+		switch key {
+		case "v", "status", "done":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return bad(err)
+			}
+			n, err := strconv.Atoi(string(v))
+			if err != nil {
+				return nil, info, fmt.Errorf("llm: stream record member %q is %s, not an integer", key, v)
+			}
+			switch key {
+			case "v":
+				version = n
+			case "status":
+				info.Status = n
+			default:
+				info.Done = true
+			}
+		case "chunks":
+			if err := replayChunks(dec, &a, &info); err != nil {
+				return nil, info, err
+			}
+		case "error":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return bad(err)
+			}
+			var e struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			}
+			if err := json.Unmarshal(v, &e); err != nil {
+				return nil, info, fmt.Errorf("llm: stream record error member: %w", err)
+			}
+			info.Code, info.Message = e.Code, e.Message
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return bad(err)
 			}
 		}
-		p := entry[1]
-		if p.Kind() == '"' {
-			var s string
-			if err := json.Unmarshal(p, &s); err != nil {
-				return nil, info, fmt.Errorf("llm: stream record chunk %d: %w", i, err)
-			}
-			a.replay([]byte(s), false, name)
-			continue
-		}
-		a.replay(p, true, name)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return bad(err)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, info, errors.New("llm: stream record has data after its object")
+	}
+	switch version {
+	case StreamVersion:
+	case -1:
+		return nil, info, errors.New(`llm: stream record has no "v" member`)
+	default:
+		return nil, info, fmt.Errorf("llm: stream record version %d is not supported (want %d)", version, StreamVersion)
 	}
 	res := a.result(info.Done)
 	res.Stream = stream
 	return res, info, nil
+}
+
+// replayChunks reads the "chunks" array into a.
+func replayChunks(dec *jsontext.Decoder, a *assembler, info *StreamInfo) error {
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
+		return errors.New(`llm: stream record "chunks" is not an array`)
+	}
+	var name, text []byte
+	for i := 0; dec.PeekKind() != ']'; i++ {
+		shape := fmt.Errorf("llm: stream record chunk %d is not [ms, payload] or [ms, payload, event]", i)
+		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
+			return shape
+		}
+		if t, err := dec.ReadValue(); err != nil || t.Kind() != '0' {
+			return shape
+		}
+		if dec.PeekKind() == ']' {
+			return shape
+		}
+		p, err := dec.ReadValue()
+		if err != nil {
+			return shape
+		}
+		isJSON := p.Kind() != '"'
+		if !isJSON {
+			if text, err = jsontext.AppendUnquote(text[:0], p); err != nil {
+				return fmt.Errorf("llm: stream record chunk %d: %w", i, err)
+			}
+			p = text
+		} else {
+			text = append(text[:0], p...)
+			p = text
+		}
+		name = name[:0]
+		if dec.PeekKind() != ']' {
+			n, err := dec.ReadValue()
+			if err != nil || n.Kind() != '"' {
+				return fmt.Errorf("llm: stream record chunk %d has a non-string event name", i)
+			}
+			name, _ = jsontext.AppendUnquote(name, n)
+		}
+		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != ']' {
+			return shape
+		}
+		a.replay(p, isJSON, string(name))
+		info.Chunks++
+	}
+	_, err := dec.ReadToken()
+	return err
 }

@@ -33,7 +33,7 @@ func TestRecorderPayloadForms(t *testing.T) {
 	live := a.result(false)
 	live.Stream = rec.finish(-1, nil, 0)
 	require.True(t, jsontext.Value(live.Stream).IsValid(), "%s", live.Stream)
-	require.Equal(t, []surface.Block{surface.Text("ok bad \uFFFD bytedup2")}, live.Content)
+	require.Equal(t, []surface.Block{surface.Text("ok bad \uFFFD bytedupdup2")}, live.Content)
 	require.Equal(t, FinishStop, live.FinishReason)
 	requireReassembles(t, live)
 	require.Contains(t, string(live.Stream), `"not json at all"`)

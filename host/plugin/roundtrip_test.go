@@ -143,8 +143,10 @@ func TestMeterRoundTrip(t *testing.T) {
 func TestGrantsPerKind(t *testing.T) {
 	p := loadBenign(t)
 	sess := &plugintest.Session{
-		Tokenizer:  plugintest.RuneCounter,
-		Summarizer: func(context.Context, *abi.SummarizeRequest) (*abi.SummarizeResult, error) { return &abi.SummarizeResult{}, nil },
+		Tokenizer: plugintest.RuneCounter,
+		Summarizer: func(context.Context, *abi.SummarizeRequest) (*abi.SummarizeResult, error) {
+			return &abi.SummarizeResult{}, nil
+		},
 	}
 	// count_tokens is granted to prompt providers.
 	got, err := p.RenderPrompt(context.Background(), sess, &abi.RenderRequest{
