@@ -230,6 +230,9 @@ func (a *Agent) SetTools(tools ...Tool) error {
 	return nil
 }
 
+// SetSections replaces the configured prompt sections from the next step on.
+func (a *Agent) SetSections(sections []Section) { a.cfg.Sections = slices.Clone(sections) }
+
 // SetRoute switches the model route from the next request on.
 func (a *Agent) SetRoute(r Route) { a.cfg.Route = r }
 

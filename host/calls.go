@@ -33,6 +33,11 @@ func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.
 		if err != nil {
 			return nil, err
 		}
+		// The call is durable before the tool runs: crash repair then knows
+		// its outcome is unknown rather than not started.
+		if err := a.s.Flush(); err != nil {
+			return nil, err
+		}
 		var out []surface.Block
 		var terr *surface.ToolError
 		if t, ok := a.toolsBy[c.Name]; !ok {

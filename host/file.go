@@ -24,7 +24,12 @@ func OpenFile(path string, opts ...SessionOption) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := NewSession(id, surface.New(), st, opts...)
+		probe := NewSession(id, nil, nil, opts...)
+		var lopts []surface.Option
+		if probe.clock != nil {
+			lopts = append(lopts, surface.WithClock(probe.clock))
+		}
+		s := NewSession(id, surface.New(lopts...), st, opts...)
 		s.closer = st.Close
 		return s, nil
 	}
@@ -51,7 +56,7 @@ func (s *Session) Close() error {
 	if s.closer == nil {
 		return nil
 	}
-	err := s.closer()
+	err := errors.Join(s.flushLocked(), s.closer())
 	s.closer = nil
 	return err
 }

@@ -91,10 +91,17 @@ type Session struct {
 	// accepted.
 	broken error
 	closer func() error
+	clock  func() int64
+	// pending are committed events not yet durable.
+	pending []surface.Event
 }
 
 // SessionOption configures a Session.
 type SessionOption func(*Session)
+
+// WithClock sets the clock that stamps new events (epoch milliseconds); it
+// applies to a session created by OpenFile.
+func WithClock(now func() int64) SessionOption { return func(s *Session) { s.clock = now } }
 
 // WithIDs sets the message-id generator (for deterministic tests).
 func WithIDs(next func() string) SessionOption { return func(s *Session) { s.newID = next } }
@@ -152,14 +159,42 @@ func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event,
 		}
 		return nil, fmt.Errorf("%s: proposal rejected: %w", by, err)
 	}
-	if s.store != nil {
-		if err := s.store.Append(evs); err != nil {
-			s.broken = fmt.Errorf("session %s: the durable log is behind the in-memory log after a failed write (seq %d..%d); reopen the session: %w",
-				s.id, evs[0].Seq, evs[len(evs)-1].Seq, err)
-			return nil, s.broken
+	s.pending = append(s.pending, evs...)
+	if by.Kind != ByLoop {
+		// A provider's proposal is acknowledged only once durable.
+		if err := s.flushLocked(); err != nil {
+			return nil, err
 		}
 	}
 	return evs, nil
+}
+
+// Flush makes every committed event durable with one write and one sync.
+// The loop flushes before each side effect (a model call, a tool run) and
+// at the end of every step and turn, so a crash never loses an event whose
+// consequences escaped the process.
+func (s *Session) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushLocked()
+}
+
+func (s *Session) flushLocked() error {
+	if s.broken != nil {
+		return s.broken
+	}
+	if len(s.pending) == 0 || s.store == nil {
+		s.pending = s.pending[:0]
+		return nil
+	}
+	evs := s.pending
+	if err := s.store.Append(evs); err != nil {
+		s.broken = fmt.Errorf("session %s: the durable log is behind the in-memory log after a failed write (seq %d..%d); reopen the session: %w",
+			s.id, evs[0].Seq, evs[len(evs)-1].Seq, err)
+		return s.broken
+	}
+	s.pending = s.pending[:0]
+	return nil
 }
 
 // append is Propose for the loop with one event built from typed data.
@@ -187,11 +222,6 @@ func (s *Session) Repair() ([]surface.Event, error) {
 	if err != nil || len(evs) == 0 {
 		return nil, err
 	}
-	if s.store != nil {
-		if err := s.store.Append(evs); err != nil {
-			s.broken = fmt.Errorf("session %s: crash repair could not be persisted: %w", s.id, err)
-			return nil, s.broken
-		}
-	}
-	return evs, nil
+	s.pending = append(s.pending, evs...)
+	return evs, s.flushLocked()
 }

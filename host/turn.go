@@ -58,8 +58,10 @@ func (a *Agent) turn(ctx context.Context) (*TurnResult, error) {
 		}
 		break
 	}
-	_, err := a.s.append(surface.TypeTurnEnd, surface.TurnEnd{Turn: res.Turn, Reason: res.Reason}, surface.Op{}, nil)
-	return res, err
+	if _, err := a.s.append(surface.TypeTurnEnd, surface.TurnEnd{Turn: res.Turn, Reason: res.Reason}, surface.Op{}, nil); err != nil {
+		return nil, err
+	}
+	return res, a.s.Flush()
 }
 
 type stepOutcome struct {
@@ -117,8 +119,10 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	out := stepOutcome{entered: true}
 	end := func(reason *surface.EndReason) (stepOutcome, error) {
 		out.end = reason
-		_, err := a.s.append(surface.TypeStepEnd, stepRef{turn, step}, surface.Op{}, nil)
-		return out, err
+		if _, err := a.s.append(surface.TypeStepEnd, stepRef{turn, step}, surface.Op{}, nil); err != nil {
+			return out, err
+		}
+		return out, a.s.Flush()
 	}
 	if len(commits) > 0 {
 		ps := make([]surface.Proposal, len(commits))
@@ -230,6 +234,9 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 	}
 	req, err := BuildRequest(l, a.s.id)
 	if err != nil {
+		return attemptResult{}, err
+	}
+	if err := a.s.Flush(); err != nil {
 		return attemptResult{}, err
 	}
 	sent, err := llm.EncodeRequest(req)

@@ -163,27 +163,33 @@ func (a *assembler) feed(data []byte, name string) (kept []byte, isJSON bool) {
 		kept = sanitize(data)
 		c, _ = a.dec.decode(kept, false)
 	}
-	if c != nil {
-		a.apply(c, name, kept)
-	}
+	a.apply(c, name, kept)
 	return kept, isJSON
 }
 
 // replay applies a payload read back from a stream record.
 func (a *assembler) replay(p []byte, isJSON bool, name string) {
-	if c, _ := a.dec.decode(p, isJSON); c != nil {
-		a.apply(c, name, p)
-	}
+	c, _ := a.dec.decode(p, isJSON)
+	a.apply(c, name, p)
 }
 
+// apply folds one decoded payload; c is nil when the payload is not a JSON
+// object. An "error" event fails the stream whatever its payload.
 func (a *assembler) apply(c *chunk, name string, raw []byte) {
 	switch name {
 	case "", "message":
+		if c == nil {
+			return
+		}
 	case "error":
-		if len(c.Error) > 0 {
+		switch {
+		case c != nil && len(c.Error) > 0:
 			a.failure = c.Error
-		} else {
-			a.failure = jsontext.Value(raw)
+		case c != nil:
+			a.failure = jsontext.Value(bytes.Clone(raw))
+		default:
+			q, _ := jsontext.AppendQuote(nil, raw)
+			a.failure = q
 		}
 		return
 	default:

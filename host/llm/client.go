@@ -29,7 +29,11 @@ type ClientConfig struct {
 	// BaseURL is the API root, e.g. https://api.deepseek.com or
 	// http://127.0.0.1:8080/v1; the client appends /chat/completions.
 	BaseURL string
-	// APIKey is sent as "Authorization: Bearer <key>" when non-empty.
+	// APIKey is sent as "Authorization: Bearer <key>" when non-empty. It
+	// never appears in errors, results or stream records: text a server
+	// echoes it in is recorded with "[redacted]" in its place. Keys shorter
+	// than 12 bytes are taken for local placeholders ("none", "x") and are
+	// not searched for, since replacing them would corrupt ordinary text.
 	APIKey Secret
 	// Timeout bounds a whole attempt, from sending the request to the end
 	// of the stream; 0 means no bound.
@@ -190,12 +194,12 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 	if errors.Is(err, io.EOF) && a.finished {
 		return c.complete(a, false, provider, rec, since())
 	}
-	what := "the stream ended before the reply finished"
+	e := &Error{Code: CodeBrokenStream, Provider: provider, What: "the stream ended before the reply finished",
+		Hint: "retry; the partial reply was kept", Err: c.redactErr(err)}
 	if !errors.Is(err, io.EOF) {
-		what = "the stream broke before the reply finished"
+		e.What, e.Detail = "the stream broke before the reply finished", c.redactString(rootMessage(err))
 	}
-	return fail(a, &Error{Code: CodeBrokenStream, Provider: provider, What: what,
-		Hint: "retry; the partial reply was kept", Err: c.redactErr(err)})
+	return fail(a, e)
 }
 
 // pump reads the event stream r into a and rec. It returns done at

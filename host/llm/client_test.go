@@ -132,6 +132,14 @@ func TestClientStreams(t *testing.T) {
 			deltas:  []Delta{{Kind: DeltaText, Text: "whole"}, {Kind: DeltaToolCall, ID: "c", Name: "f", Text: "{}"}},
 		},
 		{
+			name: "vLLM reasoning member, tool call without id",
+			reply: llmtest.Stream(`{"choices":[{"index":0,"delta":{"reasoning":"hm"}}]}`,
+				`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":{"a":1}}}]},"finish_reason":"tool_calls"}]}`),
+			content: []surface.Block{reasoning("hm"), surface.ToolCall("call_0", "f", `{"a":1}`)},
+			finish:  FinishToolCalls,
+			deltas:  []Delta{{Kind: DeltaReasoning, Text: "hm"}, {Kind: DeltaToolCall, Name: "f", Text: `{"a":1}`}},
+		},
+		{
 			name: "other choices and unknown members ignored",
 			reply: llmtest.Stream(`{"choices":[{"index":1,"delta":{"content":"no"}},{"index":0,"delta":{"content":"yes","extra":[1,2]}}],"system_fingerprint":"fp"}`,
 				`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":" parts"}]},"finish_reason":"stop"}]}`),
@@ -225,6 +233,7 @@ func TestClientErrors(t *testing.T) {
 			name:    "mid-stream disconnect",
 			reply:   llmtest.Drop(llmtest.Reasoning("hmm"), llmtest.Text("partial "), llmtest.Text("answ"), llmtest.ToolCall(0, "c", "bash", `{"x`)),
 			code:    CodeBrokenStream,
+			detail:  "unexpected EOF",
 			content: []surface.Block{reasoning("hmm"), surface.Text("partial answ"), surface.ToolCall("c", "bash", `{"x`)},
 		},
 		{
@@ -245,6 +254,13 @@ func TestClientErrors(t *testing.T) {
 			reply:  llmtest.Reply{Raw: []string{"event: error\ndata: {\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}\n\n"}},
 			code:   CodeContextOverflow,
 			detail: "prompt is too long",
+		},
+		{
+			name:    "error event with text data",
+			reply:   llmtest.Reply{Raw: []string{"data: " + llmtest.Text("a") + "\n\nevent: error\ndata: overloaded, try later\n\n"}},
+			code:    CodeServer,
+			detail:  "overloaded, try later",
+			content: []surface.Block{surface.Text("a")},
 		},
 		{
 			name:    "DeepSeek insufficient resources",

@@ -17,8 +17,10 @@ const ProviderDeepSeek = "deepseek"
 // EncodeRequest returns the exact body of the chat-completions call for req:
 // a pure function of req, so the host can rebuild every sent body from the
 // session log. Members, in this order: model, messages, tools (when any),
-// max_tokens, temperature, stop, reasoning_effort (each when set), stream
-// true and stream_options {include_usage: true}.
+// max_tokens, temperature, stop (each when set), reasoning_effort (when the
+// config sets it: the header carries an effort only for routes whose
+// adapter takes one), stream true and stream_options {include_usage:
+// true}.
 //
 // Message mapping:
 //   - system messages → role "system" with their text (the head message is
@@ -110,7 +112,7 @@ func EncodeRequest(req *Request) ([]byte, error) {
 		w.raw(`,"temperature":`)
 		w.b = append(w.b, f...)
 	}
-	if c.Stop != nil {
+	if len(c.Stop) > 0 {
 		w.raw(`,"stop":[`)
 		for i, s := range c.Stop {
 			if i > 0 {

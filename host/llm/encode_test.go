@@ -35,6 +35,14 @@ func TestEncodeRequestExact(t *testing.T) {
 			want: `{"model":"deepseek-chat","messages":[{"role":"user","content":"x"}],"max_tokens":4096,"temperature":0.7,"stop":["END","\n\n"],"reasoning_effort":"high","stream":true,"stream_options":{"include_usage":true}}`,
 		},
 		{
+			name: "empty stop list is not sent",
+			req: &Request{
+				Config:   surface.CallConfig{Provider: "openai", Model: "m", Stop: []string{}, Temperature: f64(0)},
+				Messages: []*surface.Message{user("u", "x")},
+			},
+			want: `{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`,
+		},
+		{
 			name: "tool round trip",
 			req: &Request{
 				Config: surface.CallConfig{Provider: "openai", Model: "m"},

@@ -29,7 +29,9 @@ const StreamVersion = 1
 // every SSE data payload in arrival order, verbatim when it is valid JSON
 // and as a JSON string otherwise; a third element names the SSE event when
 // the server named it. Comments and keepalives carry nothing and are not
-// kept. "done" is the time of the [DONE] sentinel. "status", "headers"
+// kept. "done" is the time of the [DONE] sentinel (or of the whole body,
+// when a server ignored stream:true and sent one chat.completion, recorded
+// as the single chunk). "status", "headers"
 // (Retry-After, Retry-After-Ms, Content-Type, X-Request-Id) and "body" are
 // present only for a non-2xx response. "error" is present when the attempt
 // failed: it is how the attempt ended, as the client reported it. Members

@@ -1,0 +1,13 @@
+// Package offline holds the scripts of Weir's offline model: replies the
+// scripted model plays so that a whole session runs with no network.
+//
+// demo.json drives "host demo"; tour.json is a small script for
+// "host run --model offline:examples/offline/tour.json".
+package offline
+
+import _ "embed"
+
+// Demo is the script "host demo" plays.
+//
+//go:embed demo.json
+var Demo []byte
