@@ -106,13 +106,13 @@ func SystemMessage(id, plugin, text string) Message {
 // StepMessage is the data of system/message, assistant/message and
 // tool/result events: a message inside a turn's step.
 type StepMessage struct {
-	Turn        int64           `json:"turn"`
-	Step        int64           `json:"step"`
-	Message     Message         `json:"message"`
+	Turn        int64          `json:"turn"`
+	Step        int64          `json:"step"`
+	Message     Message        `json:"message"`
 	Stream      jsontext.Value `json:"stream,omitzero"`
-	Usage       *Usage          `json:"usage,omitzero"`
-	Interrupted bool            `json:"interrupted,omitzero"`
-	Error       *ToolError      `json:"error,omitzero"`
+	Usage       *Usage         `json:"usage,omitzero"`
+	Interrupted bool           `json:"interrupted,omitzero"`
+	Error       *ToolError     `json:"error,omitzero"`
 	Meta        jsontext.Value `json:"meta,omitzero"`
 }
 
