@@ -360,6 +360,9 @@ func negativeZero(v []byte) int {
 		case '"':
 			inStr = true
 		case '-':
+			if i > 0 && (v[i-1] == 'e' || v[i-1] == 'E') {
+				continue // an exponent sign, as in 1e-0
+			}
 			j := i + 1
 			zero := true
 			for ; j < len(v); j++ {

@@ -95,9 +95,15 @@ func TestA04_NonLosslessDataRejectedAtAppend(t *testing.T) {
 			require.Equal(t, 1, l.Len())
 		})
 	}
-	// A -0 inside a string is text, not a number.
+	// A -0 inside a string is text, and a negative zero exponent is an
+	// ordinary number.
+	for _, ok := range []string{`"-0"`, `1e-0`, `-1E-00`, `[0,-0.5,-1e-0]`} {
+		l := newTLog(t)
+		l.add(surface.Proposal{Type: surface.TypeUserMessage, Data: []byte(msg(ok)), Op: surface.Append})
+		requireFolds(t, l.Log)
+	}
 	l := newTLog(t)
-	l.add(surface.Proposal{Type: surface.TypeUserMessage, Data: []byte(msg(`"-0"`)), Op: surface.Append})
+	l.reject(surface.Proposal{Type: surface.TypeUserMessage, Data: []byte(msg(`-0e-5`)), Op: surface.Append}, surface.RuleLossless, "-0")
 }
 
 func TestA05_AppendSnapshotsCallerInput(t *testing.T) {
@@ -336,6 +342,8 @@ func TestA12_RejectionLeavesEverythingUnchanged(t *testing.T) {
 		{"payload", surface.Proposal{Type: surface.TypeUserMessage, Data: []byte(`{"id":"","role":"user","source":{"kind":"user"},"content":[]}`), Op: surface.Append}, surface.RulePayload, "message id must be a non-empty string"},
 		{"header", pLogOnly(surface.TypeRequestHeader, `{"header":{"config":{"provider":"","model":"m"}},"reason":"change"}`), surface.RuleHeader, "non-empty provider and model"},
 		{"enclosure", pLogOnly(surface.TypeTurnStart, `{"turn":2}`), surface.RuleEnclosure, "while turn 1 is open"},
+		{"empty type", surface.Proposal{Data: []byte(`{}`), Ignorable: true}, surface.RuleEnvelope, `type "" is not a non-empty UTF-8 string`},
+		{"invalid UTF-8 type", surface.Proposal{Type: "todo/\xff", Data: []byte(`{}`), Ignorable: true}, surface.RuleEnvelope, "is not a non-empty UTF-8 string"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -362,4 +370,41 @@ func TestA12_RejectionLeavesEverythingUnchanged(t *testing.T) {
 	remove()
 	requireRule(t, inner, surface.RuleReentrant, "append from inside an observer")
 	require.Equal(t, innerState, stateOf(l.Log))
+}
+
+func TestA05_AppendedDataFitsOneLine(t *testing.T) {
+	// Data with whitespace around it or line breaks inside it is stored
+	// compacted, so its line reads back byte-identical; strings are untouched.
+	l := newTLog(t)
+	data := []byte(" {\n  \"id\": \"u0\",\r\n  \"role\": \"user\", \"source\": {\"kind\": \"user\"},\n  \"content\": [{\"type\": \"text\", \"text\": \"a \\n b\"}]\n}\n")
+	e, err := l.Append(surface.Proposal{Type: surface.TypeUserMessage, Data: data, Op: surface.Append})
+	require.NoError(t, err)
+	require.Equal(t, `{"id":"u0","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"a \n b"}]}`, string(e.Data))
+	ln := surface.AppendEvent(nil, &e)
+	require.NotContains(t, string(ln), "\n")
+	back, err := surface.DecodeEvent(ln)
+	require.NoError(t, err)
+	require.Equal(t, e, back)
+	m, _ := l.Message(0)
+	require.Equal(t, "a \n b", surface.TextOf(m.Content))
+
+	// Data already on one line is kept byte for byte.
+	kept := []byte(`{"id":"u1", "role":"user","source":{"kind":"user"},"content":[]}`)
+	e, err = l.Append(surface.Proposal{Type: surface.TypeUserMessage, Data: kept, Op: surface.Append})
+	require.NoError(t, err)
+	require.Equal(t, string(kept), string(e.Data))
+}
+
+func TestA06_LegacyHeaderDeltaRefusedEvenIgnorable(t *testing.T) {
+	for _, line := range []string{
+		`{"type":"request/header-delta","seq":0,"time":1,"data":{}}`,
+		`{"type":"request/header-delta","seq":0,"time":1,"data":{},"ignorable":true}`,
+	} {
+		e, err := surface.DecodeEvent([]byte(line))
+		require.NoError(t, err)
+		_, err = surface.Restore([]surface.Event{e})
+		require.Error(t, err)
+		require.Equal(t, surface.RuleHeader, surface.RuleOf(err))
+		require.Contains(t, err.Error(), "request/header-delta")
+	}
 }

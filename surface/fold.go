@@ -45,6 +45,9 @@ func (f *fold) plan(e *Event, p *payload, lookup lookupFunc) (transition, *Error
 		return transition{}, errorf(f.next, e.Type, RuleContiguous, "seq %d is not contiguous: expected seq %d", e.Seq, f.next)
 	}
 	kind := KindOf(e.Type)
+	if e.Type == "request/header-delta" {
+		return transition{}, errorf(e.Seq, e.Type, RuleHeader, "legacy request/header-delta events are refused in format v3, ignorable or not")
+	}
 	if kind == KindUnknown {
 		if e.Ignorable {
 			return transition{}, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -187,6 +188,9 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 func (l *Log) admitOne(e Event, live bool) error {
 	if e.Seq != l.fold.next {
 		return errorf(l.fold.next, e.Type, RuleContiguous, "seq %d is not contiguous: expected seq %d", e.Seq, l.fold.next)
+	}
+	if e.Type == "" || !utf8.ValidString(e.Type) {
+		return errorf(e.Seq, "", RuleEnvelope, "type %q is not a non-empty UTF-8 string", e.Type)
 	}
 	var p payload
 	if Known(e.Type) {
