@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/weirhost/weir/surface"
@@ -18,16 +17,17 @@ import (
 func OpenFile(path string, opts ...SessionOption) (*Session, error) {
 	st, l, err := jsonl.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		id := "s-" + RandomID()[2:]
-		cwd, _ := os.Getwd()
-		st, err := jsonl.Create(path, jsonl.Header{ID: id, CreatedAt: time.Now().UnixMilli(), Cwd: cwd})
-		if err != nil {
-			return nil, err
-		}
-		probe := NewSession(id, nil, nil, opts...)
+		probe := NewSession("", nil, nil, opts...)
+		id := "session-" + probe.newID()
+		created := time.Now().UnixMilli()
 		var lopts []surface.Option
 		if probe.clock != nil {
 			lopts = append(lopts, surface.WithClock(probe.clock))
+			created = probe.clock()
+		}
+		st, err := jsonl.Create(path, jsonl.Header{ID: id, CreatedAt: created})
+		if err != nil {
+			return nil, err
 		}
 		s := NewSession(id, surface.New(lopts...), st, opts...)
 		s.closer = st.Close

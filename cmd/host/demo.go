@@ -33,7 +33,7 @@ func demoCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	out := fs.String("out", "", "session file to write (default: a new file under .weir/sessions)")
-	fixed := fs.Bool("fixed-clock", false, "use a fixed clock and counter ids, so the session file is reproducible")
+	fixed := fs.Bool("fixed-clock", false, "use a fixed clock, counter ids and examples/offline as the tools' folder, so the session file is reproducible")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
 	}
@@ -62,6 +62,9 @@ func demoCmd(e *env, args []string) error {
 	}
 	defer s.Close()
 	cwd, _ := os.Getwd()
+	if *fixed {
+		cwd = filepath.Join(cwd, "examples", "offline")
+	}
 	p := newPrinter(e.stdout)
 	sections := []host.Section{{Key: "base", Text: defaultPrompt}}
 	a, err := host.NewAgent(s, host.Config{

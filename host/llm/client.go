@@ -94,6 +94,9 @@ var (
 // exactly EncodeRequest(req); req.SessionID, when set, goes in the
 // X-Session-Id header.
 func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Result, error) {
+	if req == nil {
+		return nil, &Error{Code: CodeBadRequest, What: "no request was given", Hint: "this is a bug in the caller"}
+	}
 	body, err := EncodeRequest(req)
 	if err != nil {
 		return nil, &Error{Code: CodeBadRequest, Provider: req.Config.Provider, What: "the request cannot be encoded", Hint: "this is a bug in the request builder", Err: err}

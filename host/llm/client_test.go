@@ -418,10 +418,15 @@ func TestClientCancelAndTimeouts(t *testing.T) {
 	})
 	t.Run("slow but alive stream outlives the idle timeout", func(t *testing.T) {
 		srv := llmtest.NewServer(t)
-		srv.Push(llmtest.Reply{Chunks: []string{llmtest.Text("a"), llmtest.Text("b"), llmtest.Text("c"), llmtest.Finish("stop")}, Gap: 30 * time.Millisecond})
-		res, err := newTestClient(t, srv, func(c *ClientConfig) { c.IdleTimeout = 80 * time.Millisecond }).Stream(context.Background(), simpleRequest("p"), nil)
+		// Six gaps of 60ms: the whole reply takes longer than the idle
+		// timeout, no single silence does.
+		srv.Push(llmtest.Reply{Chunks: []string{llmtest.Text("a"), llmtest.Text("b"), llmtest.Text("c"), llmtest.Text("d"), llmtest.Text("e"), llmtest.Finish("stop")},
+			Gap: 60 * time.Millisecond})
+		start := time.Now()
+		res, err := newTestClient(t, srv, func(c *ClientConfig) { c.IdleTimeout = 200 * time.Millisecond }).Stream(context.Background(), simpleRequest("p"), nil)
 		require.NoError(t, err)
-		require.Equal(t, []surface.Block{surface.Text("abc")}, res.Content)
+		require.Equal(t, []surface.Block{surface.Text("abcde")}, res.Content)
+		require.Greater(t, time.Since(start), 200*time.Millisecond)
 	})
 	t.Run("attempt timeout", func(t *testing.T) {
 		srv := llmtest.NewServer(t)

@@ -163,7 +163,9 @@ func Reassemble(stream jsontext.Value) (*Result, error) {
 func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
 	var info StreamInfo
 	var a assembler
-	dec := jsontext.NewDecoder(bytes.NewReader(stream))
+	// Payloads are checked strictly when replayed; the outer walk need not
+	// track member names too.
+	dec := jsontext.NewDecoder(bytes.NewReader(stream), jsontext.AllowDuplicateNames(true))
 	bad := func(err error) (*Result, StreamInfo, error) {
 		return nil, info, fmt.Errorf("llm: stream record is not readable: %w", err)
 	}
@@ -238,6 +240,13 @@ func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
 	return res, info, nil
 }
 
+// chunkShapeError says that chunk i of a record is malformed.
+type chunkShapeError int
+
+func (i chunkShapeError) Error() string {
+	return fmt.Sprintf("llm: stream record chunk %d is not [ms, payload] or [ms, payload, event]", int(i))
+}
+
 // replayChunks reads the "chunks" array into a.
 func replayChunks(dec *jsontext.Decoder, a *assembler, info *StreamInfo) error {
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
@@ -245,7 +254,7 @@ func replayChunks(dec *jsontext.Decoder, a *assembler, info *StreamInfo) error {
 	}
 	var name, text []byte
 	for i := 0; dec.PeekKind() != ']'; i++ {
-		shape := fmt.Errorf("llm: stream record chunk %d is not [ms, payload] or [ms, payload, event]", i)
+		shape := chunkShapeError(i)
 		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
 			return shape
 		}

@@ -182,7 +182,8 @@ func NewScripted(s *Script) *Scripted {
 	return &Scripted{script: s, used: make([]bool, len(s.Replies))}
 }
 
-// Served returns the number of requests answered so far.
+// Served returns the number of requests received so far, including those
+// that found the script exhausted.
 func (m *Scripted) Served() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -254,7 +255,7 @@ func (m *Scripted) Stream(ctx context.Context, req *Request, on func(Delta)) (*R
 		res.Stream = rec.finish(-1, e, 0)
 		return res, e
 	}
-	p := player{m: m, ctx: ctx, rec: newRecorder(), a: &assembler{on: on}, delay: time.Duration(m.script.DelayMS) * time.Millisecond, provider: provider}
+	p := player{ctx: ctx, rec: newRecorder(), a: &assembler{on: on}, delay: time.Duration(m.script.DelayMS) * time.Millisecond, provider: provider}
 	switch r.Error {
 	case "", ScriptBroken:
 	default:
@@ -337,7 +338,6 @@ func (m *Scripted) Stream(ctx context.Context, req *Request, on func(Delta)) (*R
 
 // player streams one scripted reply.
 type player struct {
-	m        *Scripted
 	ctx      context.Context
 	rec      *recorder
 	a        *assembler

@@ -101,7 +101,6 @@ func (in *instance) call(parent context.Context, host Host, method abi.Method,
 	defer b.stop()
 	cs := &callState{parent: parent, host: host, kind: kind, budget: b}
 	bctx = context.WithValue(bctx, callKey{}, cs)
-	in.calls++
 
 	n := uint32(len(in.req))
 	if n > in.inCap {
@@ -136,30 +135,36 @@ func (in *instance) call(parent context.Context, host Host, method abi.Method,
 			strconv.FormatUint(uint64(in.mem.Size()), 10)+" bytes)", nil).replaced(), true
 	}
 	out := bytes.Clone(view) // copy at once: guest memory is the guest's
+	return in.p.parseOutput(op, out, dec)
+}
+
+// parseOutput decodes an output frame copied out of the guest and hands
+// its result to dec. It treats out as untrusted.
+func (p *Plugin) parseOutput(op string, out []byte, dec func([]byte) error) (err *Error, discard bool) {
 	var resp abi.Response
 	if err := resp.Decode(out); err != nil {
-		return in.p.fail(op, ErrMalformedOutput, "malformed output: "+err.Error(), err).replaced(), true
+		return p.fail(op, ErrMalformedOutput, "malformed output: "+err.Error(), err).replaced(), true
 	}
 	switch resp.Status {
 	case abi.StatusOK:
 	case abi.StatusPluginError:
-		return in.p.fail(op, ErrPluginFailed, "plugin error: "+resp.Error, nil), false
+		return p.fail(op, ErrPluginFailed, "plugin error: "+resp.Error, nil), false
 	case abi.StatusBadRequest:
-		return in.p.fail(op, ErrRejected, "plugin rejected the request: "+resp.Error, nil), false
+		return p.fail(op, ErrRejected, "plugin rejected the request: "+resp.Error, nil), false
 	case abi.StatusUnsupported:
-		return in.p.fail(op, ErrUnsupported, "unsupported: "+resp.Error, nil), false
+		return p.fail(op, ErrUnsupported, "unsupported: "+resp.Error, nil), false
 	case abi.StatusPanic:
-		return in.p.fail(op, ErrPanic, "panic: "+resp.Error, nil).replaced(), true
+		return p.fail(op, ErrPanic, "panic: "+resp.Error, nil).replaced(), true
 	default:
-		return in.p.fail(op, ErrMalformedOutput, "malformed output: unknown status "+
+		return p.fail(op, ErrMalformedOutput, "malformed output: unknown status "+
 			strconv.FormatUint(uint64(resp.Status), 10), nil).replaced(), true
 	}
 	if err := dec(resp.Result); err != nil {
 		var lim *limitError
 		if errors.As(err, &lim) {
-			return in.p.fail(op, ErrOutputTooLarge, lim.Error(), nil), false
+			return p.fail(op, ErrOutputTooLarge, lim.Error(), nil), false
 		}
-		return in.p.fail(op, ErrMalformedOutput, "malformed output: "+err.Error(), err).replaced(), true
+		return p.fail(op, ErrMalformedOutput, "malformed output: "+err.Error(), err).replaced(), true
 	}
 	return nil, false
 }

@@ -67,18 +67,18 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	}
 	p.compiled = compiled
 
-	in, err := p.start(ctx)
+	in, err := p.pool.get(ctx, p.start)
 	if err != nil {
 		return nil, relabel(err, "load")
 	}
 	var desc abi.Description
 	fail, discard := in.call(ctx, nil, abi.MethodDescribe, (&abi.DescribeRequest{}).Encode, desc.Decode)
 	if fail != nil {
-		in.close()
+		p.pool.put(in, true)
 		return nil, relabel(fail, "load")
 	}
 	if len(desc.Kinds) == 0 {
-		in.close()
+		p.pool.put(in, true)
 		return nil, invalid("module describes no provider kind", nil)
 	}
 	p.desc = desc

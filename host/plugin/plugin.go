@@ -151,6 +151,7 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 			return p.fail(op, ErrCancelled, "cancelled while waiting for an instance: "+err.Error(), err)
 		}
 	}
+	in.calls++
 	fail, discard := in.call(ctx, host, method, enc, dec)
 	if !discard {
 		if why := in.overLimits(); why != "" {
