@@ -1,0 +1,40 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	v2 "github.com/weirhost/weir/surface/v2"
+)
+
+func init() {
+	register(&command{name: "migrate", summary: "convert a format-v2 session log to format v3", run: migrateCmd})
+}
+
+func migrateCmd(e *env, args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	force := fs.Bool("force", false, "overwrite OUT when it exists")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return usagef("usage: host migrate [--force] IN [OUT]")
+	}
+	in := pos[0]
+	out := strings.TrimSuffix(in, ".jsonl") + ".v3.jsonl"
+	if len(pos) == 2 {
+		out = pos[1]
+	}
+	var opts []v2.FileOption
+	if *force {
+		opts = append(opts, v2.Overwrite())
+	}
+	if err := v2.ConvertFile(in, out, opts...); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "converted %s (format v2) to %s (format v3); the input is unchanged\n", in, out)
+	return nil
+}
