@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -40,3 +41,7 @@ func collect() (func(Delta), *[]Delta) {
 	var ds []Delta
 	return func(d Delta) { ds = append(ds, d) }, &ds
 }
+
+func fmtV(v any) string      { return fmt.Sprintf("%v", v) }
+func fmtPlusV(v any) string  { return fmt.Sprintf("%+v", v) }
+func fmtSharpV(v any) string { return fmt.Sprintf("%#v", v) }

@@ -17,12 +17,13 @@ const StreamVersion = 1
 
 // The stream record is the compact, timed, lossless form of one attempt's
 // provider stream, stored in assistant/message.stream and
-// assistant/attempt.stream:
+// assistant/attempt.stream. A streamed reply:
 //
-//	{"v":1,
-//	 "status":429, "headers":{"retry-after":"2"}, "body":<JSON or string>,
-//	 "chunks":[[<ms>,<chunk>], [<ms>,<chunk>,"<event name>"], ...],
-//	 "done":<ms>,
+//	{"v":1,"chunks":[[<ms>,<chunk>],[<ms>,<chunk>,"<event>"],...],"done":<ms>}
+//
+// a refused request:
+//
+//	{"v":1,"status":429,"headers":{"Retry-After":"2"},"body":<JSON or string>,
 //	 "error":{"t":<ms>,"code":"RATE_LIMIT","message":"..."}}
 //
 // Times are whole milliseconds since the request was sent. "chunks" holds
@@ -31,12 +32,13 @@ const StreamVersion = 1
 // the server named it. Comments and keepalives carry nothing and are not
 // kept. "done" is the time of the [DONE] sentinel (or of the whole body,
 // when a server ignored stream:true and sent one chat.completion, recorded
-// as the single chunk). "status", "headers"
-// (Retry-After, Retry-After-Ms, Content-Type, X-Request-Id) and "body" are
-// present only for a non-2xx response. "error" is present when the attempt
-// failed: it is how the attempt ended, as the client reported it. Members
-// appear in the order shown, each only when it has a value; the API key
-// never appears (it is replaced by "[redacted]" wherever a server echoed it).
+// as the single chunk). "status", "headers" (Retry-After, Retry-After-Ms,
+// Content-Type, X-Request-Id) and "body" (compacted) are present only for a
+// non-2xx response. "error" is present when the attempt failed: it is how
+// the attempt ended, as the client reported it; a broken stream has both
+// "chunks" and "error". Members appear in the order v, status, headers,
+// body, chunks, done, error, each only when it has a value. The API key
+// never appears: it is replaced by "[redacted]" wherever a server echoed it.
 type recorder struct {
 	b      []byte
 	chunks int

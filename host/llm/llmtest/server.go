@@ -40,7 +40,8 @@ type Reply struct {
 	// Chunks are SSE data payloads, each written as "data: <p>\n\n".
 	Chunks []string
 	// Raw, when non-nil, replaces Chunks: these byte strings are written
-	// and flushed one by one, verbatim.
+	// and flushed one by one, verbatim; they are the whole stream, so
+	// EndDone adds no [DONE].
 	Raw []string
 	// Gap is the pause before each chunk or raw piece.
 	Gap time.Duration
@@ -64,9 +65,7 @@ type Server struct {
 	mu       sync.Mutex
 	replies  []Reply
 	requests []Request
-	// Fallback answers a request when no reply is queued; nil means a 500
-	// saying the script ran out.
-	fallback func(n int, r Request) Reply
+	fallback func(n int, r Request) Reply // see SetFallback
 	stop     chan struct{}
 	once     sync.Once
 }
@@ -97,7 +96,8 @@ func (s *Server) Push(replies ...Reply) {
 }
 
 // SetFallback sets the answer for requests that find the queue empty; n is
-// the request's 0-based number.
+// the request's 0-based number. Without one such a request gets a 500
+// saying no reply was queued.
 func (s *Server) SetFallback(f func(n int, r Request) Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
