@@ -14,9 +14,21 @@ import (
 // Decoder decodes many lines with few allocations. A Decoder is not safe for
 // concurrent use; the zero value is ready to use.
 type Decoder struct {
+	// Prepare makes Decode also parse the payload that admission needs, so
+	// that parallel decoders take that work off the sequential fold. It
+	// changes nothing observable: admission reports the same errors at the
+	// same event.
+	Prepare bool
+
 	dec jsontext.Decoder
 	rd  bytes.Buffer
 	on  bool
+}
+
+// prepared is a payload parsed ahead of admission, or the error parsing it.
+type prepared struct {
+	p   payload
+	err *Error
 }
 
 // DecodeEvent decodes one event line with a fresh Decoder.
@@ -103,7 +115,7 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 			if at := negativeZero(val); at >= 0 {
 				fail(RuleLossless, "data holds -0 at byte %d", at)
 			}
-			ev.Data, hasData = bytes.Clone(val), true
+			ev.Data, hasData, ev.checked = bytes.Clone(val), true, true
 		case "surfaceOp":
 			rawOp = bytes.Clone(val)
 		case "sourceEventSeqs":
@@ -168,6 +180,10 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 			return Event{}, &Error{Seq: seq, Type: ev.Type, Rule: RuleSources, Msg: err.Error()}
 		}
 		ev.Sources = src
+	}
+	if d.Prepare && Known(ev.Type) {
+		p, err := parsePayload(&ev)
+		ev.pre = &prepared{p: p, err: err}
 	}
 	return ev, nil
 }

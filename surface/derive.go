@@ -21,7 +21,7 @@ func (l *Log) Messages() []*Message {
 	out := make([]*Message, 0, len(l.fold.nodes))
 	for _, n := range l.fold.nodes {
 		i := n.seq - l.fold.base
-		if m, ok := Project(l.events[i].Type, l.pay[i].msg); ok {
+		if m, ok := Project(l.events[i].Type, l.message(i)); ok {
 			out = append(out, m)
 		}
 	}
@@ -42,10 +42,10 @@ func (l *Log) Transcript() []Entry {
 	var out []Entry
 	for i := range l.events {
 		e := &l.events[i]
-		if e.Op.Kind != OpAppend || e.Type == TypeSystemMessage || l.pay[i].msg == nil {
+		if e.Op.Kind != OpAppend || e.Type == TypeSystemMessage || l.pay[i].msgRaw == nil {
 			continue
 		}
-		out = append(out, Entry{Seq: e.Seq, Type: e.Type, Message: l.pay[i].msg})
+		out = append(out, Entry{Seq: e.Seq, Type: e.Type, Message: l.message(int64(i))})
 	}
 	return out
 }
@@ -68,7 +68,7 @@ func (l *Log) Surface() []NodeInfo {
 	out := make([]NodeInfo, len(l.fold.nodes))
 	for k, n := range l.fold.nodes {
 		i := n.seq - l.fold.base
-		e, m := &l.events[i], l.pay[i].msg
+		e, m := &l.events[i], l.message(i)
 		_, vis := Project(e.Type, m)
 		out[k] = NodeInfo{Seq: n.seq, Type: e.Type, Empty: !vis, ToolCalls: int(n.calls), Op: e.Op}
 		if m != nil {

@@ -1,7 +1,5 @@
 package surface
 
-import "github.com/go-json-experiment/json"
-
 // enclosure is the log-invariant checker of section 14: turn and step
 // numbering, and that step-scoped events name the open turn and step.
 type enclosure struct {
@@ -102,7 +100,7 @@ func (c enclosure) check(e *Event, p *payload) (enclosure, *Error) {
 				return c, nil
 			}
 		}
-		if c.lenient || errorCode(e.Data) == CodeToolNotStarted {
+		if c.lenient || p.errCode == CodeToolNotStarted {
 			return c, nil
 		}
 		return bad("tool/result %q answers no pending tool/call of its step", p.callID)
@@ -112,14 +110,4 @@ func (c enclosure) check(e *Event, p *payload) (enclosure, *Error) {
 		}
 	}
 	return c, nil
-}
-
-func errorCode(data []byte) string {
-	var d struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(data, &d)
-	return d.Error.Code
 }

@@ -28,6 +28,11 @@ type Event struct {
 	Ignorable bool
 
 	verbatim []byte // original line of an unknown ignorable event
+	// checked marks data a Decoder already validated as lossless JSON.
+	checked bool
+	// pre is the payload a preparing Decoder already parsed; admission uses
+	// it instead of parsing again and clears it.
+	pre *prepared
 }
 
 // OpKind distinguishes the forms of surfaceOp.

@@ -74,12 +74,8 @@ func (f *fold) plan(e *Event, p *payload, lookup lookupFunc) (transition, *Error
 		return transition{}, err
 	}
 	n := node{seq: e.Seq, kind: kind}
-	if kind == KindAssistant && p.msg != nil {
-		for _, b := range p.msg.Content {
-			if b.Type == BlockToolCall {
-				n.calls++
-			}
-		}
+	if kind == KindAssistant {
+		n.calls = p.calls
 	}
 	if e.Op.Kind == OpAppend {
 		return transition{kind: OpAppend, node: n}, nil

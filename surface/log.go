@@ -148,6 +148,7 @@ func (l *Log) AppendBatch(ps []Proposal) ([]Event, error) {
 			return nil, err
 		}
 		evs[i].Data = oneLine(evs[i].Data)
+		evs[i].checked = true
 	}
 	if len(evs) == 1 {
 		if err := l.admitOne(evs[0], true); err != nil {
@@ -194,13 +195,19 @@ func (l *Log) admitOne(e Event, live bool) error {
 	}
 	var p payload
 	if Known(e.Type) {
-		if !live {
+		if !live && !e.checked {
 			if err := validData(&e); err != nil {
 				return err
 			}
 		}
 		var err *Error
-		if p, err = parsePayload(&e); err != nil {
+		if e.pre != nil {
+			p, err = e.pre.p, e.pre.err
+			e.pre = nil
+		} else {
+			p, err = parsePayload(&e)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -221,15 +228,13 @@ func (l *Log) admitOne(e Event, live bool) error {
 	if p.header != nil {
 		l.header = p.header
 	}
-	if !p.msg.isSurface(&e) {
-		p.msg = nil
+	if !KindOf(e.Type).IsSurface() {
+		p.msgRaw = nil
 	}
 	l.events = append(l.events, e)
 	l.pay = append(l.pay, p)
 	return nil
 }
-
-func (m *Message) isSurface(e *Event) bool { return m != nil && KindOf(e.Type).IsSurface() }
 
 func (l *Log) lookup(seq int64) *Event {
 	i := seq - l.fold.base
@@ -311,10 +316,10 @@ func (l *Log) Header() *Header { return l.header }
 // Message returns the message of the surface event with the given seq.
 func (l *Log) Message(seq int64) (*Message, bool) {
 	i := seq - l.fold.base
-	if i < 0 || i >= int64(len(l.pay)) || l.pay[i].msg == nil {
+	if i < 0 || i >= int64(len(l.pay)) || l.pay[i].msgRaw == nil {
 		return nil, false
 	}
-	return l.pay[i].msg, true
+	return l.message(i), true
 }
 
 // OpenTurn returns the open turn and step (0 when none).

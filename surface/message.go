@@ -126,14 +126,22 @@ func (b *Block) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if err != nil {
 		return err
 	}
-	var w blockWire
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return err
-	}
-	*b = Block{Type: w.Type}
+	var typ string
+	members(raw, func(k, v []byte) bool {
+		if keyIs(k, "type") && kindOf(v) == '"' {
+			typ = str(v)
+			return false
+		}
+		return true
+	})
+	*b = Block{Type: typ}
 	if !b.known() {
 		b.Unknown = raw.Clone()
 		return nil
+	}
+	var w blockWire
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return err
 	}
 	str := func(p *string) string {
 		if p == nil {

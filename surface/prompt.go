@@ -50,7 +50,7 @@ func (l *Log) ProjectSystemPrompt(rendered string, o PromptOptions) []PromptComm
 		if n.kind != KindSystem {
 			continue
 		}
-		m := l.pay[n.seq-l.fold.base].msg
+		m := l.message(n.seq - l.fold.base)
 		sn := systemNode{seq: n.seq}
 		switch {
 		case len(m.Content) == 0:

@@ -68,7 +68,7 @@ func (l *Log) Closers(newID func() string) ([]Proposal, error) {
 				}
 			case TypeAssistantMessage:
 				if assistant == nil {
-					assistant = p.msg
+					assistant = l.message(int64(i))
 				}
 			}
 		}
