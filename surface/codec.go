@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -14,15 +13,13 @@ import (
 // Decoder decodes many lines with few allocations. A Decoder is not safe for
 // concurrent use; the zero value is ready to use.
 type Decoder struct {
-	// Prepare makes Decode also parse the payload that admission needs, so
+	// Prepare makes Decode also check the payload that admission needs, so
 	// that parallel decoders take that work off the sequential fold. It
 	// changes nothing observable: admission reports the same errors at the
 	// same event.
 	Prepare bool
 
-	dec jsontext.Decoder
-	rd  bytes.Buffer
-	on  bool
+	keys, dataKeys [][]byte // reused by the parsers
 }
 
 // prepared is a payload parsed ahead of admission, or the error parsing it.
@@ -43,20 +40,20 @@ type deferred struct {
 }
 
 // Decode decodes one JSON event object. The returned event owns its memory
-// (it does not alias line). Shape errors that the envelope rules cover are
-// reported as *Error with the seq when the line had a readable one.
+// (it does not alias line). The line is validated in one pass: the envelope
+// against 2.1, and data as lossless JSON; errors are *Error values with the
+// seq when the line had a readable one.
 func (d *Decoder) Decode(line []byte) (Event, error) {
-	d.rd = *bytes.NewBuffer(line)
-	if !d.on {
-		d.dec = *jsontext.NewDecoder(&d.rd)
-		d.on = true
-	} else {
-		d.dec.Reset(&d.rd)
-	}
+	p := &parser{b: line, keys: d.keys[:0], envelope: true}
+	defer func() { d.keys = p.keys[:0] }()
 	var (
 		ev                    Event
 		hasType, hasSeq, hasT bool
 		hasData               bool
+		facts                 dataFacts
+		hasFacts              bool
+		dataStart             int
+		dataErr               *parser
 		rawOp, rawSrc         []byte
 		first                 *deferred
 		unknownKey            string
@@ -66,81 +63,104 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 			first = &deferred{rule, fmt.Sprintf(format, args...)}
 		}
 	}
-	syntax := func(err error) (Event, error) {
-		return Event{}, &Error{Seq: -1, Rule: RuleEnvelope, Msg: "not a JSON object: " + err.Error()}
-	}
-	tok, err := d.dec.ReadToken()
-	if err != nil {
-		return syntax(err)
-	}
-	if tok.Kind() != '{' {
+	if p.peek() != '{' {
 		return Event{}, &Error{Seq: -1, Rule: RuleEnvelope, Msg: "event is not a JSON object"}
 	}
-	for d.dec.PeekKind() != '}' {
-		name, err := d.dec.ReadToken()
-		if err != nil {
-			return syntax(err)
-		}
-		key := name.String()
-		val, err := d.dec.ReadValue()
-		if err != nil {
-			return syntax(err)
-		}
-		switch key {
+	p.object(0, func(key []byte) {
+		start := p.i
+		switch string(key) {
 		case "type":
-			if val.Kind() != '"' {
+			if p.peek() != '"' {
+				p.value(1)
 				fail(RuleEnvelope, "type is not a string")
-				continue
+				return
 			}
-			ev.Type, hasType = unquote(val), true
+			ev.Type, hasType = typeName(p.strBytes()), true
 		case "seq":
+			p.value(1)
+			val := line[start:p.i]
 			n, ok := parseSafeInt(val)
 			if !ok {
 				fail(RuleEnvelope, "seq %s is not a non-negative safe integer", val)
-				continue
+				return
 			}
 			ev.Seq, hasSeq = n, true
 		case "time":
+			p.value(1)
+			val := line[start:p.i]
 			n, ok := parseInt(val)
 			if !ok {
 				fail(RuleEnvelope, "time %s is not an integer", val)
-				continue
+				return
 			}
 			ev.Time, hasT = n, true
 		case "data":
-			if val.Kind() != '{' {
+			if p.peek() != '{' {
+				p.value(1)
 				fail(RuleEnvelope, "data is not an object")
-				continue
+				return
 			}
-			if at := negativeZero(val); at >= 0 {
-				fail(RuleLossless, "data holds -0 at byte %d", at)
+			dataStart = start
+			if hasType && Known(ev.Type) {
+				sp := parser{b: line[start:], keys: d.dataKeys[:0]}
+				facts, hasFacts = sp.scanData(ev.Type), true
+				d.dataKeys = sp.keys[:0]
+				p.i = start + sp.i
+				if sp.err != "" {
+					dataErr = &sp
+					p.i = len(line) // stop: the rest cannot be trusted
+					return
+				}
+			} else {
+				sp := parser{b: line[start:], keys: d.dataKeys[:0]}
+				sp.value(0)
+				d.dataKeys = sp.keys[:0]
+				p.i = start + sp.i
+				if sp.err != "" {
+					dataErr = &sp
+					p.i = len(line)
+					return
+				}
 			}
-			ev.Data, hasData, ev.checked = bytes.Clone(val), true, true
+			ev.Data, hasData = bytes.Clone(line[start:p.i]), true
+			ev.checked = p.err == ""
 		case "surfaceOp":
-			rawOp = bytes.Clone(val)
+			p.value(1)
+			rawOp = line[start:p.i]
 		case "sourceEventSeqs":
-			rawSrc = bytes.Clone(val)
+			p.value(1)
+			rawSrc = line[start:p.i]
 		case "ignorable":
-			if val.Kind() != 't' {
-				fail(RuleEnvelope, "ignorable must be exactly true, got %s", val)
-				continue
+			p.value(1)
+			if line[start] != 't' {
+				fail(RuleEnvelope, "ignorable must be exactly true, got %s", line[start:p.i])
+				return
 			}
 			ev.Ignorable = true
 		default:
+			p.value(1)
 			if unknownKey == "" {
-				unknownKey = key
+				unknownKey = string(key)
 			}
 		}
-	}
-	if _, err := d.dec.ReadToken(); err != nil {
-		return syntax(err)
-	}
-	if _, err := d.dec.ReadToken(); err != io.EOF {
-		return Event{}, &Error{Seq: -1, Rule: RuleEnvelope, Msg: "trailing data after the event object"}
-	}
+	})
 	seq := int64(-1)
 	if hasSeq {
 		seq = ev.Seq
+	}
+	if dataErr != nil {
+		ev.Seq = seq
+		ev.Data = line[:0]
+		if len(line) > 0 {
+			ev.Data = []byte{'{'}
+		}
+		return Event{}, dataError(&ev, dataErr)
+	}
+	if p.err == "" && p.peek() != 0 {
+		p.fail(RuleEnvelope, "trailing data after the event object")
+	}
+	if p.err != "" {
+		return Event{}, &Error{Seq: seq, Type: ev.Type, Rule: p.rule, Msg: fmt.Sprintf("line is not a JSON object: %s at byte %d", p.err, p.at)}
 	}
 	if hasType && KindOf(ev.Type) == KindUnknown && ev.Ignorable && hasSeq {
 		// An unknown ignorable event is retained verbatim; its other keys are
@@ -149,7 +169,7 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 		if data == nil {
 			data = []byte("{}")
 		}
-		return Event{Type: ev.Type, Seq: ev.Seq, Time: ev.Time, Data: data, Ignorable: true,
+		return Event{Type: ev.Type, Seq: ev.Seq, Time: ev.Time, Data: data, Ignorable: true, checked: ev.checked,
 			verbatim: bytes.Clone(bytes.TrimSpace(line))}, nil
 	}
 	if first != nil {
@@ -182,8 +202,20 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 		ev.Sources = src
 	}
 	if d.Prepare && Known(ev.Type) {
-		p, err := parsePayload(&ev)
-		ev.pre = &prepared{p: p, err: err}
+		var pp prepared
+		if hasFacts {
+			pp.p, pp.err = payloadFrom(&ev, &facts)
+		} else {
+			pp.p, pp.err = parsePayload(&ev)
+		}
+		// msgRaw must point into the event's own copy of the data.
+		if pp.err == nil && pp.p.msgRaw != nil {
+			if hasFacts {
+				off := cap(line) - cap(pp.p.msgRaw) - dataStart
+				pp.p.msgRaw = ev.Data[off : off+len(pp.p.msgRaw)]
+			}
+		}
+		ev.pre = &pp
 	}
 	return ev, nil
 }
@@ -192,17 +224,32 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 // one: such events are re-encoded exactly as they were read.
 func (e *Event) Verbatim() ([]byte, bool) { return e.verbatim, e.verbatim != nil }
 
-func unquote(v jsontext.Value) string {
-	s, err := jsontext.AppendUnquote(nil, v)
-	if err != nil {
-		return string(v)
-	}
-	return string(s)
-}
 
 // parseInt accepts a JSON number that is an integer in the safe range,
 // rejecting -0.
 func parseInt(v []byte) (int64, bool) {
+	if n, ok := parseDigits(v); ok {
+		return n, true
+	}
+	return parseIntSlow(v)
+}
+
+// parseDigits parses a plain run of decimal digits without allocating.
+func parseDigits(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 16 || (v[0] == '0' && len(v) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, n <= MaxSeq
+}
+
+func parseIntSlow(v []byte) (int64, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
@@ -236,10 +283,9 @@ func parseSafeInt(v []byte) (int64, bool) {
 var errReplaceShape = errors.New("invalid replace surfaceOp")
 
 func parseOp(raw []byte) (Op, error) {
-	v := jsontext.Value(raw)
-	switch v.Kind() {
+	switch kindOf(raw) {
 	case '"':
-		if unquote(v) == "append" {
+		if str(raw) == "append" {
 			return Append, nil
 		}
 		return Op{}, fmt.Errorf("invalid surfaceOp %s", raw)
@@ -247,39 +293,33 @@ func parseOp(raw []byte) (Op, error) {
 	default:
 		return Op{}, fmt.Errorf("invalid surfaceOp %s", raw)
 	}
-	dec := jsontext.NewDecoder(bytes.NewBuffer(raw))
-	dec.ReadToken()
 	op := Op{Kind: OpReplace}
 	var seen [3]bool
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return Op{}, fmt.Errorf("%w: %v", errReplaceShape, err)
-		}
-		name := tok.String()
-		val, err := dec.ReadValue()
-		if err != nil {
-			return Op{}, fmt.Errorf("%w: %v", errReplaceShape, err)
-		}
+	var err error
+	members(raw, func(k, val []byte) bool {
+		name := str(k)
 		switch name {
 		case "op":
-			if unquote(val) != "replace" || val.Kind() != '"' {
-				return Op{}, fmt.Errorf("%w: op %s is not \"replace\"", errReplaceShape, val)
+			if kindOf(val) != '"' || str(val) != "replace" {
+				err = fmt.Errorf("%w: op %s is not \"replace\"", errReplaceShape, val)
 			}
 			seen[0] = true
 		case "startSeq", "endSeq":
 			n, ok := parseSafeInt(val)
 			if !ok {
-				return Op{}, fmt.Errorf("%w: %s %s is not a non-negative safe integer", errReplaceShape, name, val)
-			}
-			if name == "startSeq" {
+				err = fmt.Errorf("%w: %s %s is not a non-negative safe integer", errReplaceShape, name, val)
+			} else if name == "startSeq" {
 				op.Start, seen[1] = n, true
 			} else {
 				op.End, seen[2] = n, true
 			}
 		default:
-			return Op{}, fmt.Errorf("%w: unexpected key %q (want exactly op, startSeq, endSeq)", errReplaceShape, name)
+			err = fmt.Errorf("%w: unexpected key %q (want exactly op, startSeq, endSeq)", errReplaceShape, name)
 		}
+		return err == nil
+	})
+	if err != nil {
+		return Op{}, err
 	}
 	if !seen[0] || !seen[1] || !seen[2] {
 		return Op{}, fmt.Errorf("%w: want exactly op, startSeq, endSeq in %s", errReplaceShape, raw)
@@ -293,65 +333,69 @@ func parseOp(raw []byte) (Op, error) {
 // whole array within maxSources, so a short line cannot demand unbounded
 // memory.
 func parseSources(raw []byte, seq int64) ([]int64, error) {
-	v := jsontext.Value(raw)
-	if v.Kind() != '[' {
+	if kindOf(raw) != '[' {
 		return nil, fmt.Errorf("sourceEventSeqs is not an array: %s", raw)
 	}
-	dec := jsontext.NewDecoder(bytes.NewBuffer(raw))
-	dec.ReadToken()
-	out := []int64{}
-	for i := 0; dec.PeekKind() != ']'; i++ {
-		val, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		switch val.Kind() {
+	out := make([]int64, 0, 4)
+	var err error
+	i := 0
+	elements(raw, func(val []byte) bool {
+		switch kindOf(val) {
 		case '0':
 			n, ok := parseSafeInt(val)
 			if !ok {
-				return nil, fmt.Errorf("sourceEventSeqs[%d] = %s is not a non-negative safe integer", i, val)
+				err = fmt.Errorf("sourceEventSeqs[%d] = %s is not a non-negative safe integer", i, val)
+				return false
 			}
 			out = append(out, n)
 		case 'n':
-			return nil, fmt.Errorf("sourceEventSeqs[%d] is a hole (null)", i)
+			err = fmt.Errorf("sourceEventSeqs[%d] is a hole (null)", i)
+			return false
 		case '[':
 			first, last, ok := parseRun(val)
-			if !ok {
-				return nil, fmt.Errorf("sourceEventSeqs[%d] = %s is not a non-negative safe integer", i, val)
+			switch {
+			case !ok:
+				err = fmt.Errorf("sourceEventSeqs[%d] = %s is not a non-negative safe integer", i, val)
+			case last >= seq:
+				err = fmt.Errorf("sourceEventSeqs[%d] = %s must be less than the event's own seq %d", i, val, seq)
+			case int64(len(out))+last-first+1 > maxSources:
+				err = fmt.Errorf("sourceEventSeqs expands to more than %d seqs", maxSources)
 			}
-			if last >= seq {
-				return nil, fmt.Errorf("sourceEventSeqs[%d] = %s must be less than the event's own seq %d", i, val, seq)
-			}
-			if int64(len(out))+last-first+1 > maxSources {
-				return nil, fmt.Errorf("sourceEventSeqs expands to more than %d seqs", maxSources)
+			if err != nil {
+				return false
 			}
 			for n := first; n <= last; n++ {
 				out = append(out, n)
 			}
 		default:
-			return nil, fmt.Errorf("sourceEventSeqs[%d] = %s is not a non-negative safe integer", i, val)
+			err = fmt.Errorf("sourceEventSeqs[%d] = %s is not a non-negative safe integer", i, val)
+			return false
 		}
+		i++
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // parseRun reads a compressed [first,last] run of at least three seqs.
-func parseRun(v jsontext.Value) (first, last int64, ok bool) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(v))
-	dec.ReadToken()
-	var ns []int64
-	for dec.PeekKind() != ']' {
-		val, err := dec.ReadValue()
-		if err != nil {
-			return 0, 0, false
+func parseRun(v []byte) (first, last int64, ok bool) {
+	var ns [3]int64
+	n := 0
+	good := true
+	elements(v, func(val []byte) bool {
+		x, ok := parseSafeInt(val)
+		if !ok || n == 2 {
+			good = false
+			return false
 		}
-		n, ok := parseSafeInt(val)
-		if !ok {
-			return 0, 0, false
-		}
-		ns = append(ns, n)
-	}
-	if len(ns) != 2 || ns[1]-ns[0] < 2 {
+		ns[n] = x
+		n++
+		return true
+	})
+	if !good || n != 2 || ns[1]-ns[0] < 2 {
 		return 0, 0, false
 	}
 	return ns[0], ns[1], true

@@ -126,6 +126,23 @@ func init() {
 	}
 }
 
+// typeName returns b as a string, without allocating for known types.
+func typeName(b []byte) string {
+	if s, ok := names[string(b)]; ok {
+		return s
+	}
+	return string(b)
+}
+
+// names interns the known type names.
+var names = map[string]string{}
+
+func init() {
+	for t := range kinds {
+		names[t] = t
+	}
+}
+
 // KindOf classifies an event type.
 func KindOf(typ string) Kind { return kinds[typ] }
 

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // node is one surface position.
@@ -244,21 +243,23 @@ func jsonEqual(a, b any) bool {
 	}
 }
 
-// validData checks that data is one lossless JSON object (2.1): valid UTF-8,
-// no duplicate keys, no -0.
+// validData checks that data is one lossless JSON object (2.1): valid
+// syntax and UTF-8, no duplicate keys, no -0.
 func validData(e *Event) *Error {
-	v := jsontext.Value(e.Data)
-	if len(v) == 0 {
+	if len(e.Data) == 0 {
 		return errorf(e.Seq, e.Type, RuleEnvelope, "missing data")
 	}
-	if !v.IsValid() {
-		return errorf(e.Seq, e.Type, RuleLossless, "data is not valid lossless JSON (syntax, duplicate key or invalid UTF-8)")
+	p := &parser{b: e.Data}
+	if p.peek() != '{' {
+		p.fail(RuleEnvelope, errNotObject)
+	} else {
+		p.value(0)
+		if p.err == "" && p.peek() != 0 {
+			p.fail(RuleEnvelope, "data after the JSON object")
+		}
 	}
-	if v.Kind() != '{' {
-		return errorf(e.Seq, e.Type, RuleEnvelope, "data is not an object")
-	}
-	if at := negativeZero(v); at >= 0 {
-		return errorf(e.Seq, e.Type, RuleLossless, "data holds -0 at byte %d", at)
+	if p.err != "" {
+		return dataError(e, p)
 	}
 	return nil
 }

@@ -194,12 +194,12 @@ func (l *Log) admitOne(e Event, live bool) error {
 		return errorf(e.Seq, "", RuleEnvelope, "type %q is not a non-empty UTF-8 string", e.Type)
 	}
 	var p payload
-	if Known(e.Type) {
-		if !live && !e.checked {
-			if err := validData(&e); err != nil {
-				return err
-			}
+	if !Known(e.Type) && !e.checked {
+		if err := validData(&e); err != nil {
+			return err
 		}
+	}
+	if Known(e.Type) {
 		var err *Error
 		if e.pre != nil {
 			p, err = e.pre.p, e.pre.err
