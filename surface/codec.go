@@ -131,8 +131,9 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 			p.value(1)
 			rawSrc = line[start:p.i]
 		case "ignorable":
+			c := p.peek()
 			p.value(1)
-			if line[start] != 't' {
+			if c != 't' {
 				fail(RuleEnvelope, "ignorable must be exactly true, got %s", line[start:p.i])
 				return
 			}
@@ -223,7 +224,6 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 // Verbatim returns the original line of an unknown ignorable event, if e is
 // one: such events are re-encoded exactly as they were read.
 func (e *Event) Verbatim() ([]byte, bool) { return e.verbatim, e.verbatim != nil }
-
 
 // parseInt accepts a JSON number that is an integer in the safe range,
 // rejecting -0.

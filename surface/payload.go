@@ -403,7 +403,6 @@ type headerData struct {
 
 var decodeOpts = json.JoinOptions(json.RejectUnknownMembers(false))
 
-
 // check applies the common message rules of 3.3.
 func (f *msgFacts) check(role string) string {
 	switch {
