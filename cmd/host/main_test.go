@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/stretchr/testify/require"
+)
+
+// hostBin is the command built once for every test.
+var hostBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "weir-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	hostBin = filepath.Join(dir, "host")
+	out, err := exec.Command("go", "build", "-o", hostBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build host: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runHost runs the built command in dir with stdin.
+func runHost(t *testing.T, dir, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(hostBin, args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// repoRoot is the module root, where the examples live.
+func repoRoot(t *testing.T) string {
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	return filepath.Join(wd, "..", "..")
+}
+
+func TestDemoCompletesAndItsSessionReplays(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "demo.jsonl")
+	r := runHost(t, repoRoot(t), "", "demo", "--out", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "prompt changed: node 0 replaced")
+	require.Contains(t, r.stdout, "→ list_files")
+	require.Contains(t, r.stdout, "Session file: "+file)
+
+	r = runHost(t, dir, "", "replay", "--json", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	var out replayJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.NotEmpty(t, out.Nodes)
+	require.Equal(t, uint64(1), out.ReplaceGeneration, "the prompt change replaced node 0 once")
+	require.Equal(t, "system", out.Messages[0].Role)
+	require.Contains(t, out.Messages[0].Content[0].Text, "pirate")
+}
+
+func TestReplayJSONShape(t *testing.T) {
+	r := runHost(t, repoRoot(t), "", "replay", "--json", "examples/sessions/demo.jsonl")
+	require.Equal(t, 0, r.code, r.stderr)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
+	for _, k := range []string{"session", "version", "events", "nodes", "replaceGeneration", "contentGeneration", "messages"} {
+		require.Contains(t, m, k)
+	}
+	msgs := m["messages"].([]any)
+	for _, x := range msgs {
+		msg := x.(map[string]any)
+		require.Contains(t, msg, "role")
+		require.Contains(t, msg, "content")
+	}
+}
+
+func TestRequestPrintsTheSentBody(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.jsonl")
+	r := runHost(t, dir, "", "run", "--model", "offline:"+filepath.Join(repoRoot(t), "examples/offline/tour.json"), "--session", file, "what files are here?")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "→ list_files")
+	// Find the settlement seqs from replay and ask for each request.
+	r = runHost(t, dir, "", "replay", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	req := runHost(t, dir, "", "request", file, "--at", "6")
+	require.Equal(t, 0, req.code, req.stderr)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal([]byte(req.stdout), &body))
+	require.Equal(t, "tour.json", body["model"])
+	require.Equal(t, true, body["stream"])
+	first := body["messages"].([]any)[0].(map[string]any)
+	require.Equal(t, "system", first["role"])
+}
+
+func TestRunResumesASession(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.jsonl")
+	script := "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
+	require.Equal(t, 0, runHost(t, dir, "", "run", "--model", script, "--session", file, "hello").code)
+	r := runHost(t, dir, "what time is it?", "run", "--model", script, "--session", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "turn 2: completed")
+	tr := runHost(t, dir, "", "transcript", file)
+	require.Equal(t, 0, tr.code, tr.stderr)
+	require.Contains(t, tr.stdout, "user: hello")
+	require.Contains(t, tr.stdout, "user: what time is it?")
+	require.NotContains(t, tr.stdout, "system")
+}
+
+func TestErrorsAndExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"type":"session","version":3,"id":"x","createdAt":1,"isSeeded":false}`+"\n"+
+		`{"type":"user/message","seq":0,"time":1,"data":{"id":"u","role":"user","source":{"kind":"user"},"content":[]}}`+"\n"), 0o644))
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
+		{"replay without file", []string{"replay"}, 2, "usage: host replay"},
+		{"missing file", []string{"replay", filepath.Join(dir, "nope.jsonl")}, 1, "no such file"},
+		{"invalid event", []string{"replay", bad}, 1, "seq 0"},
+		{"request without --at", []string{"request", bad}, 2, "usage: host request"},
+		{"run without key", []string{"run", "--session", filepath.Join(dir, "s.jsonl"), "hi"}, 1, "offline:examples/offline/tour.json"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := runHost(t, dir, "", c.args...)
+			require.Equal(t, c.code, r.code, r.stderr)
+			require.Contains(t, r.stderr, c.want)
+			require.Empty(t, r.stdout)
+		})
+	}
+}
