@@ -1,0 +1,131 @@
+package compact
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirhost/weir/surface"
+)
+
+// PluginID is the plugin id of checkpoint messages: consumers recognize a
+// checkpoint by source {kind: "plugin", plugin: "compact"}.
+const PluginID = "compact"
+
+// Tags framing the summary inside a checkpoint.
+const (
+	OpenTag  = "<compacted-summary>"
+	CloseTag = "</compacted-summary>"
+)
+
+// Preamble opens every checkpoint message, before a blank line and the
+// open tag.
+const Preamble = "This message was generated automatically: it is a checkpoint that " +
+	"stands in for the earlier part of this conversation, which was condensed to " +
+	"free up context. Treat everything inside it as established background, and " +
+	"carry on with the work from where it stands without acknowledging or " +
+	"mentioning the checkpoint."
+
+// Sections are the headings of a checkpoint, in order.
+var Sections = []string{
+	"Primary Request and Intent",
+	"Key Technical Concepts",
+	"Files and Code",
+	"Errors and Fixes",
+	"Pending Jobs",
+	"Current Work",
+	"Next Step",
+	"Critical Context",
+}
+
+// Instruction is the final user message of every summarization call.
+var Instruction = buildInstruction()
+
+func buildInstruction() string {
+	var b strings.Builder
+	b.WriteString("You are now the context compaction engine for the conversation above. ")
+	b.WriteString("Stop working on the task itself and write one Markdown checkpoint that lets the work ")
+	b.WriteString("continue without the earlier messages. Use exactly these sections, in this order, ")
+	b.WriteString("each as a level-2 heading:\n\n")
+	for i, s := range Sections {
+		fmt.Fprintf(&b, "%d. ## %s\n", i+1, s)
+	}
+	b.WriteString("\nRules:\n")
+	for _, r := range []string{
+		"Keep every section, in order; write \"(none)\" under a section that has nothing to say.",
+		"Write terse bullet points, not prose.",
+		"Preserve exactly, character for character: file paths, commands, error messages, identifiers, numbers, versions and function signatures.",
+		"Keep every correction, preference and constraint the user stated, in the user's terms.",
+		"Write the checkpoint as the state of the work; do not mention that it is a summary or that anything was condensed.",
+		"Do not call any tools; answer with the checkpoint text only.",
+		"If the conversation already contains a " + OpenTag + " block, merge its content into the new checkpoint instead of copying it verbatim.",
+	} {
+		b.WriteString("- ")
+		b.WriteString(r)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// summary is a validated summarization output.
+type summary struct {
+	blocks []surface.Block // the text blocks
+	text   string          // their concatenated text
+	raw    []surface.Block // every block, when some were not text (or the call asks for it)
+}
+
+// finish reasons that mean the output is incomplete or failed.
+func badFinish(reason string) (code string, bad bool) {
+	switch reason {
+	case "max-tokens", "length", "max_tokens":
+		return "MAX_TOKENS", true
+	case "error", "aborted", "cancelled", "content-filter", "content_filter":
+		return strings.ToUpper(strings.ReplaceAll(reason, "-", "_")), true
+	}
+	return "", false
+}
+
+// checkSummary applies the result rules of spec 11.7.
+func checkSummary(r *SummaryResult, maxTokens int64) (*summary, error) {
+	if r == nil {
+		return nil, fmt.Errorf("the summarizer returned no result")
+	}
+	if code, bad := badFinish(r.FinishReason); bad {
+		if code == "MAX_TOKENS" {
+			return nil, fmt.Errorf("MAX_TOKENS: the summarizer reached its output cap (%d tokens) and the checkpoint would be incomplete", maxTokens)
+		}
+		return nil, fmt.Errorf("%s: the summarizer finished with %q", code, r.FinishReason)
+	}
+	s := &summary{}
+	raw := r.LLMStreamCall
+	for _, b := range r.Content {
+		switch b.Type {
+		case surface.BlockText:
+			s.blocks = append(s.blocks, surface.Text(b.Text))
+			s.text += b.Text
+		case surface.BlockReasoning, surface.BlockToolCall:
+			raw = true
+		default:
+			return nil, fmt.Errorf("the summarizer produced unsupported content (a %q block); a checkpoint holds text only", b.Type)
+		}
+	}
+	if strings.TrimSpace(s.text) == "" {
+		return nil, fmt.Errorf("the summarizer produced no text")
+	}
+	if raw {
+		s.raw = r.Content
+	}
+	return s, nil
+}
+
+// checkpointContent frames summary blocks as a checkpoint message content.
+func checkpointContent(blocks []surface.Block) []surface.Block {
+	out := make([]surface.Block, 0, len(blocks)+2)
+	out = append(out, surface.Text(Preamble+"\n\n"+OpenTag))
+	out = append(out, blocks...)
+	return append(out, surface.Text(CloseTag))
+}
+
+// IsCheckpoint reports whether m is a compaction checkpoint.
+func IsCheckpoint(m *surface.Message) bool {
+	return m != nil && m.Source.Kind == "plugin" && m.Source.Plugin == PluginID
+}
