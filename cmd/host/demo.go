@@ -12,6 +12,7 @@ import (
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/builtin"
 	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/plugins/compaction-basic/native"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -19,15 +20,22 @@ func init() {
 	register(&command{name: "demo", summary: "run a complete offline session: streaming, tools, a prompt change, compaction", run: demoCmd})
 }
 
-// demoTurns are the user's side of the demo; a nil entry marks the prompt
-// change.
+// demoTurns are the user's side of the demo. Two entries are actions: a
+// prompt change and a manual compaction.
 var demoTurns = []string{
 	"Hello, who are you?",
 	"What is in the examples folder?",
-	"",
+	actionPrompt,
 	"Ahoy, are you a pirate now?",
 	"What time is it?",
+	actionCompact,
+	"Thanks, that is all for now.",
 }
+
+const (
+	actionPrompt  = "(prompt change)"
+	actionCompact = "(compaction)"
+)
 
 func demoCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -67,13 +75,18 @@ func demoCmd(e *env, args []string) error {
 	}
 	p := newPrinter(e.stdout)
 	sections := []host.Section{{Key: "base", Text: defaultPrompt}}
+	compactor, err := native.New([]byte(`{"headroomTokens": 1024}`))
+	if err != nil {
+		return err
+	}
 	a, err := host.NewAgent(s, host.Config{
-		Route:    host.Route{Provider: "offline", Model: "demo", ContextWindow: 8192, MaxTokens: 1024},
-		Model:    llm.NewScripted(script),
-		Prompt:   &host.SectionPrompt{},
-		Sections: sections,
-		Tools:    builtin.Tools(cwd, clock),
-		OnDelta:  p.delta,
+		Route:      host.Route{Provider: "offline", Model: "demo", ContextWindow: 8192, MaxTokens: 1024},
+		Model:      llm.NewScripted(script),
+		Prompt:     &host.SectionPrompt{},
+		Sections:   sections,
+		Tools:      builtin.Tools(cwd, clock),
+		Compactors: []host.CompactionProvider{compactor},
+		OnDelta:    p.delta,
 	})
 	if err != nil {
 		return err
@@ -81,10 +94,19 @@ func demoCmd(e *env, args []string) error {
 	s.Log().Observe(p.event)
 	started := time.Now()
 	for _, text := range demoTurns {
-		if text == "" {
+		switch text {
+		case actionPrompt:
 			sections = append(sections, host.Section{Key: "style", Text: "Answer like a pirate."})
 			a.SetSections(sections)
 			fmt.Fprintln(e.stdout, "\n(the configuration adds a prompt section: the next step replaces node 0)")
+			continue
+		case actionCompact:
+			fmt.Fprintln(e.stdout, "\n(manual compaction: compaction-basic summarizes everything after node 0)")
+			before := s.Log().NodeCount()
+			if _, err := a.CompactNow(context.Background()); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "  surface: %d nodes → %d nodes; node 0 is still the system prompt\n", before, s.Log().NodeCount())
 			continue
 		}
 		fmt.Fprintf(e.stdout, "\nyou: %s\n", text)

@@ -85,10 +85,27 @@ func (p *printer) event(e surface.Event) {
 		var d struct {
 			ShadowedSeqs       []int64 `json:"shadowedSeqs"`
 			ShadowedTokenCount int64   `json:"shadowedTokenCount"`
-			Provider, Model    string
+			Provider           string  `json:"provider"`
+			Model              string  `json:"model"`
 		}
 		if json.Unmarshal(e.Data, &d) == nil {
-			fmt.Fprintf(p.w, "· compaction: %d nodes shadowed (%d tokens) by %s/%s\n", len(d.ShadowedSeqs), d.ShadowedTokenCount, d.Provider, d.Model)
+			fmt.Fprintf(p.w, "· compaction: %d nodes shadowed (%d tokens), summarized by %s/%s\n", len(d.ShadowedSeqs), d.ShadowedTokenCount, d.Provider, d.Model)
+		}
+	case surface.TypeCompactionEnd:
+		var d struct {
+			Error        string `json:"error"`
+			TokensBefore int64  `json:"tokensBefore"`
+			TokensAfter  int64  `json:"tokensAfter"`
+		}
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		p.endLine()
+		switch {
+		case d.Error != "":
+			fmt.Fprintf(p.w, "· compaction failed: %s\n", d.Error)
+		case d.TokensBefore > 0:
+			fmt.Fprintf(p.w, "· compaction receipt: tokens %d → %d\n", d.TokensBefore, d.TokensAfter)
 		}
 	}
 }
