@@ -72,15 +72,17 @@ func TestDemoCompletesAndItsSessionReplays(t *testing.T) {
 	require.Contains(t, r.stdout, "prompt changed: node 0 replaced")
 	require.Contains(t, r.stdout, "→ list_files")
 	require.Contains(t, r.stdout, "Session file: "+file)
+	require.Contains(t, r.stdout, "compaction receipt: tokens")
 
 	r = runHost(t, dir, "", "replay", "--json", file)
 	require.Equal(t, 0, r.code, r.stderr)
 	var out replayJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 	require.NotEmpty(t, out.Nodes)
-	require.Equal(t, uint64(1), out.ReplaceGeneration, "the prompt change replaced node 0 once")
+	require.Equal(t, uint64(2), out.ReplaceGeneration, "one prompt change, one compaction")
 	require.Equal(t, "system", out.Messages[0].Role)
 	require.Contains(t, out.Messages[0].Content[0].Text, "pirate")
+	require.Contains(t, out.Messages[1].Content[0].Text, "<compacted-summary>", "the checkpoint follows node 0")
 }
 
 func TestReplayJSONShape(t *testing.T) {
