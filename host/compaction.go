@@ -15,14 +15,19 @@ import (
 func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason CompactionReason) error {
 	turn, _ := a.s.log.OpenTurn()
 	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer()}
+	by := Proposer{Kind: ByCompaction, ID: c.ID()}
 	ps, err := c.Compact(ctx, view, CompactionRequest{Reason: reason, Turn: turn, Route: a.cfg.Route})
 	if err != nil {
-		return fmt.Errorf("compaction provider %q: %w", c.ID(), err)
+		err = fmt.Errorf("compaction provider %q: %w", c.ID(), err)
+		a.s.ReportFailure(by, err)
+		return err
 	}
 	if len(ps) == 0 {
 		return nil
 	}
-	_, err = a.s.Propose(Proposer{Kind: ByCompaction, ID: c.ID()}, ps...)
+	if _, err = a.s.Propose(by, ps...); err != nil {
+		a.s.ReportFailure(by, err)
+	}
 	return err
 }
 

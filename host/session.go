@@ -197,6 +197,26 @@ func (s *Session) flushLocked() error {
 	return nil
 }
 
+// PluginFailure is the data of a plugin/failure event.
+type PluginFailure struct {
+	Plugin string `json:"plugin"`
+	Kind   string `json:"kind"`
+	Error  string `json:"error"`
+	Turn   int64  `json:"turn,omitzero"`
+	Step   int64  `json:"step,omitzero"`
+}
+
+// ReportFailure records that a provider failed or that its proposal was
+// rejected, as an ignorable plugin/failure event. The session goes on.
+func (s *Session) ReportFailure(by Proposer, err error) {
+	turn, step := s.log.OpenTurn()
+	data, derr := surface.Data(PluginFailure{Plugin: by.ID, Kind: string(by.Kind), Error: err.Error(), Turn: turn, Step: step})
+	if derr != nil {
+		return
+	}
+	s.Propose(Proposer{Kind: ByLoop}, surface.Proposal{Type: surface.TypePluginFailure, Data: data, Ignorable: true})
+}
+
 // append is Propose for the loop with one event built from typed data.
 func (s *Session) append(typ string, data any, op surface.Op, sources []int64) (surface.Event, error) {
 	b, err := surface.Data(data)

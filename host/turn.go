@@ -107,6 +107,7 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	rendered, err := a.render(ctx, &asm)
 	if err != nil {
 		a.log.Warn("system prompt provider failed; keeping the last good prompt", "provider", a.promptID(), "error", err)
+		a.s.ReportFailure(Proposer{Kind: ByPrompt, ID: a.promptID()}, err)
 	} else {
 		series := d.StartsSeries || l.ContentGeneration() != a.baseGen || a.toolsChanged()
 		commits = l.ProjectSystemPrompt(rendered, surface.PromptOptions{
@@ -133,8 +134,10 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 			}
 			ps[i] = surface.Proposal{Type: surface.TypeSystemMessage, Data: data, Op: c.Op, Sources: c.Sources}
 		}
-		if _, err := a.s.Propose(Proposer{Kind: ByPrompt, ID: a.promptID()}, ps...); err != nil {
+		by := Proposer{Kind: ByPrompt, ID: a.promptID()}
+		if _, err := a.s.Propose(by, ps...); err != nil {
 			a.log.Error("system prompt projection rejected; keeping the last good prompt", "error", err)
+			a.s.ReportFailure(by, err)
 		}
 	}
 	for _, m := range d.Messages {

@@ -90,6 +90,11 @@ const (
 	TypeCompactionEnd     = "compaction/end"
 	TypeCompactionPrune   = "compaction/prune"
 	TypeLLMRetry          = "llm/retry"
+
+	// TypePluginFailure records a provider that failed or whose proposal
+	// was rejected. Weir writes it with ignorable: true, since it is purely
+	// informational.
+	TypePluginFailure = "plugin/failure"
 )
 
 // Kind is the classification of an event type.
@@ -120,7 +125,7 @@ func init() {
 		TypeTurnStart, TypeTurnEnd, TypeStepStart, TypeStepEnd, TypeAssistantAttempt,
 		TypeToolCall, TypeRequestHeader, TypeRequestContext, TypeEndSeed,
 		TypeCompactionStart, TypeCompactionSummary, TypeCompactionEnd, TypeCompactionPrune,
-		TypeLLMRetry,
+		TypeLLMRetry, TypePluginFailure,
 	} {
 		kinds[t] = KindLogOnly
 	}

@@ -163,6 +163,16 @@ func TestCallerCancellation(t *testing.T) {
 	require.Equal(t, "ok", got)
 }
 
+func TestCancelledBeforeTheCall(t *testing.T) {
+	p := loadBenign(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := p.RenderPrompt(ctx, nil, goodReq)
+	require.ErrorIs(t, err, plugin.ErrCancelled)
+	require.EqualError(t, err, `plugin "benign": call prompt.render: cancelled while waiting for an instance: context canceled`)
+	require.Zero(t, p.Stats().Replaced)
+}
+
 // Hostile calls running concurrently with well-behaved ones do not disturb
 // them.
 func TestHostileAlongsideBenign(t *testing.T) {

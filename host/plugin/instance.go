@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -39,14 +40,11 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	d := p.cfg.deadline(abi.KindUnspecified)
 	bctx, b := newBudget(ctx, d)
 	defer b.stop()
-	mc := wazero.NewModuleConfig().
+	mc := sandbox(wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions(abi.ExportInitialize).
 		WithStdout(&in.stdout).
-		WithStderr(&in.stderr)
-	// No WithFS, WithArgs, WithEnv, WithSysWalltime, WithSysNanotime or
-	// WithRandSource: no files, no arguments, no environment, fake clocks
-	// and a deterministic random source.
+		WithStderr(&in.stderr))
 	mod, err := p.rt.wz.InstantiateModule(bctx, p.compiled, mc)
 	if err != nil {
 		fail := in.failure(ctx, bctx, "start instance", err, d)
@@ -73,13 +71,37 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	}
 	init := abi.InitRequest{Plugin: p.name, Config: p.cfg.config, AbiMajor: abi.Major, AbiMinor: abi.Minor}
 	var res abi.InitResult
-	if err, discard := in.call(ctx, nil, abi.MethodInit, init.Encode, res.Decode); err != nil {
-		_ = discard
+	if err, _ := in.call(ctx, nil, abi.MethodInit, init.Encode, res.Decode); err != nil {
 		in.close()
+		err.Replaced = false // nothing was in service yet
 		return nil, err
 	}
 	p.stats.started.Add(1)
 	return in, nil
+}
+
+// fakeEpoch is where every instance's wall clock starts: 2000-01-01 UTC.
+const fakeEpoch = int64(946684800) * int64(time.Second)
+
+// sandbox completes an instance's module configuration. There is no WithFS,
+// WithArgs or WithEnv: no files, no arguments, no environment. Clocks are
+// fake and advance 1 ms per reading from fixed starting points; sleeping
+// returns at once (wazero's default); random bytes come from a fixed seed.
+// An instance therefore sees the same time and randomness on every run,
+// and plugins get real time only as data from the host.
+func sandbox(mc wazero.ModuleConfig) wazero.ModuleConfig {
+	var wall, mono int64
+	return mc.
+		WithWalltime(func() (int64, int32) {
+			wall += int64(time.Millisecond)
+			t := fakeEpoch + wall
+			return t / int64(time.Second), int32(t % int64(time.Second))
+		}, sys.ClockResolution(time.Millisecond)).
+		WithNanotime(func() int64 {
+			mono += int64(time.Millisecond)
+			return mono
+		}, sys.ClockResolution(time.Millisecond)).
+		WithRandSource(rand.NewChaCha8([32]byte{'w', 'e', 'i', 'r'}))
 }
 
 // call runs one dispatcher call: encode the request into the guest's input

@@ -51,6 +51,12 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	invalid := func(detail string, err error) error {
 		return p.fail("load", ErrInvalidModule, detail, err)
 	}
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return nil, p.fail("load", ErrClosed, "runtime is closed", nil)
+	}
 	mod, err := wasmparse.Parse(wasm)
 	if err != nil {
 		return nil, invalid("not a valid WebAssembly module: "+err.Error(), err)

@@ -144,7 +144,7 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 		var pe *Error
 		switch {
 		case errors.As(err, &pe):
-			return pe
+			return relabel(pe, op)
 		case errors.Is(err, ErrClosed):
 			return p.fail(op, ErrClosed, "plugin is closed", nil)
 		default:

@@ -21,6 +21,9 @@ func newPool(size int) *pool {
 // get checks out an idle instance, or starts one with start when none is
 // idle. It waits while every slot is in use.
 func (pl *pool) get(ctx context.Context, start func(context.Context) (*instance, error)) (*instance, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	select {
 	case pl.slots <- struct{}{}:
 	case <-ctx.Done():

@@ -52,6 +52,20 @@ func TestConfigReachesEveryInstance(t *testing.T) {
 	require.EqualValues(t, 3, s.Replaced)
 }
 
+// Every instance sees the same fake clock and the same random numbers.
+func TestSandboxIsDeterministic(t *testing.T) {
+	p := loadBenign(t, plugin.WithMaxCalls(1))
+	var seen []string
+	for range 3 {
+		got, err := p.RenderPrompt(context.Background(), nil, &abi.RenderRequest{Route: abi.Route{Model: "entropy"}})
+		require.NoError(t, err)
+		seen = append(seen, got)
+	}
+	require.Regexp(t, `^2000-01-01T00:00:00\.\d+Z [0-9a-f]+$`, seen[0])
+	require.Equal(t, seen[0], seen[1], "fresh instances see the same time and randomness")
+	require.Equal(t, seen[0], seen[2])
+}
+
 func TestInitFailureFailsLoad(t *testing.T) {
 	_, err := plugintest.Runtime(t).Load(context.Background(), "benign-bad-config", module(t, "benign"),
 		plugin.WithConfig([]byte(`{"fail":true}`)))

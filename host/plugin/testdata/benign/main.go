@@ -7,8 +7,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirhost/weir/sdk"
 	"github.com/weirhost/weir/sdk/abi"
@@ -50,6 +52,8 @@ func (prompt) RenderPrompt(h *sdk.Host, req *sdk.RenderRequest) (string, error) 
 		return "config=" + string(config), nil
 	case "fail":
 		return "", errors.New("cannot render for model fail")
+	case "entropy": // what the sandbox lets a plugin see of time and randomness
+		return time.Now().UTC().Format(time.RFC3339Nano) + " " + strconv.FormatUint(rand.Uint64(), 16), nil
 	}
 	var b strings.Builder
 	for _, s := range req.Sections {

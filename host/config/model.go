@@ -1,0 +1,225 @@
+package config
+
+import (
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Config is Weir's effective configuration. The koanf tags are the key
+// names of weir.yaml; Load fills every field (defaults included) and
+// validates the whole before returning it.
+type Config struct {
+	// Model is the name of the default route, a key of Models.
+	Model string `koanf:"model"`
+	// Models are the named model routes.
+	Models map[string]*Route `koanf:"models"`
+	// Prompt holds the system prompt sections.
+	Prompt Prompt `koanf:"prompt"`
+	// Plugins are the providers, in order: first-party ones first, then
+	// the file's new entries in the file's order.
+	Plugins []Plugin `koanf:"plugins"`
+	// Sandbox bounds every WebAssembly plugin.
+	Sandbox Sandbox `koanf:"sandbox"`
+	// Sessions says where session logs live.
+	Sessions Sessions `koanf:"sessions"`
+	// Log configures the host's logger.
+	Log Log `koanf:"log"`
+}
+
+// Route is one named model route.
+type Route struct {
+	// Provider is the provider name recorded in the log ("deepseek",
+	// "openai", "offline", ...).
+	Provider string `koanf:"provider"`
+	// Model is the provider's model name; for the offline provider,
+	// "offline:SCRIPT.json".
+	Model string `koanf:"model"`
+	// BaseURL is the OpenAI-compatible API base; required unless the
+	// provider is offline.
+	BaseURL string `koanf:"baseURL"`
+	// APIKeyEnv is the NAME of the environment variable holding the API
+	// key, never the key itself; empty when the server needs no key.
+	APIKeyEnv string `koanf:"apiKeyEnv"`
+	// ContextWindow is the context capacity in tokens (> 0).
+	ContextWindow int64 `koanf:"contextWindow"`
+	// MaxTokens is the completion cap per request (0: provider default);
+	// it must be below ContextWindow.
+	MaxTokens int64 `koanf:"maxTokens"`
+	// Tokenizer prices the route: "deepseek-v3", "heuristic", "o200k" or
+	// "cl100k". Default "deepseek-v3" for provider deepseek, else
+	// "heuristic".
+	Tokenizer string `koanf:"tokenizer"`
+	// SystemPromptUpdate is "replace" (a changed prompt replaces node 0)
+	// or "in-history" (the model reads the latest system message anywhere,
+	// so changes may be appended).
+	SystemPromptUpdate string `koanf:"systemPromptUpdate"`
+}
+
+// Prompt is the configured system prompt: ordered sections and per-route
+// overrides.
+type Prompt struct {
+	Sections []Section `koanf:"sections"`
+	// PerModel maps a route name to sections merged by key over Sections:
+	// a known key replaces that section's text in place, a new key is
+	// appended.
+	PerModel map[string]PromptOverride `koanf:"perModel"`
+}
+
+// PromptOverride is the prompt override of one route.
+type PromptOverride struct {
+	Sections []Section `koanf:"sections"`
+}
+
+// Section is one keyed part of the system prompt. Exactly one of Text and
+// File is configured; after Load, Text holds the file's content (plugins
+// get no filesystem, so the configuration layer reads it) and File the
+// resolved path.
+type Section struct {
+	Key  string `koanf:"key"`
+	Text string `koanf:"text"`
+	File string `koanf:"file"`
+}
+
+// Plugin is one provider plugin.
+type Plugin struct {
+	Name string `koanf:"name"`
+	// Path is the plugin's .wasm file (resolved against the directory of
+	// the file that named it); empty selects the first-party built-in of
+	// that name.
+	Path string `koanf:"path"`
+	// Role is "system-prompt", "compaction" or "token-meter".
+	Role    string `koanf:"role"`
+	Enabled bool   `koanf:"enabled"`
+	// Config is the plugin's configuration, a JSON object handed to the
+	// plugin as is ({} when none).
+	Config jsontext.Value `koanf:"config"`
+}
+
+// Sandbox bounds plugins.
+type Sandbox struct {
+	// MemoryLimitMiB caps a guest's linear memory (4..4096).
+	MemoryLimitMiB int64 `koanf:"memoryLimitMiB"`
+	// CallTimeout is the deadline of one call, per provider kind.
+	CallTimeout CallTimeouts `koanf:"callTimeout"`
+	// StepBudget is the total time the plugin calls of one agent step may
+	// take; at least every call timeout.
+	StepBudget time.Duration `koanf:"stepBudget"`
+	// OutputLimitKiB caps one output frame of a plugin.
+	OutputLimitKiB int64 `koanf:"outputLimitKiB"`
+}
+
+// CallTimeouts are the per-call deadlines of each provider kind.
+type CallTimeouts struct {
+	// Prompt bounds a system-prompt render.
+	Prompt time.Duration `koanf:"prompt"`
+	// Compaction bounds a compaction call; it may wait for a
+	// summarization call to the model.
+	Compaction time.Duration `koanf:"compaction"`
+	// Meter bounds a token-meter call.
+	Meter time.Duration `koanf:"meter"`
+}
+
+// Sessions configures session storage.
+type Sessions struct {
+	// Dir holds new session files, relative to the working directory.
+	Dir string `koanf:"dir"`
+}
+
+// Log configures the host's logger.
+type Log struct {
+	// Level is "trace", "debug", "info", "warn", "error" or "off".
+	Level string `koanf:"level"`
+	// Format is "text" or "json".
+	Format string `koanf:"format"`
+}
+
+// Plugin roles.
+const (
+	RoleSystemPrompt = "system-prompt"
+	RoleCompaction   = "compaction"
+	RoleTokenMeter   = "token-meter"
+)
+
+// First-party plugin names.
+const (
+	PluginSystemPrompt    = "system-prompt"
+	PluginCompactionBasic = "compaction-basic"
+	PluginTokenMeter      = "token-meter"
+)
+
+// Allowed values.
+var (
+	Tokenizers          = []string{"deepseek-v3", "heuristic", "o200k", "cl100k"}
+	SystemPromptUpdates = []string{"replace", "in-history"}
+	Roles               = []string{RoleSystemPrompt, RoleCompaction, RoleTokenMeter}
+	LogLevels           = []string{"trace", "debug", "info", "warn", "error", "off"}
+	LogFormats          = []string{"text", "json"}
+)
+
+// builtins maps each first-party plugin to its role, in default order.
+var builtins = []struct{ name, role string }{
+	{PluginSystemPrompt, RoleSystemPrompt},
+	{PluginCompactionBasic, RoleCompaction},
+	{PluginTokenMeter, RoleTokenMeter},
+}
+
+func builtinRole(name string) (string, bool) {
+	for _, b := range builtins {
+		if b.name == name {
+			return b.role, true
+		}
+	}
+	return "", false
+}
+
+// DefaultSystemPrompt is the text of the default "base" prompt section.
+const DefaultSystemPrompt = "You are a careful, concise assistant running inside Weir. " +
+	"Use the tools offered when they help, and say plainly when you do not know."
+
+// Default returns the built-in configuration, the lowest source.
+func Default() *Config {
+	c := &Config{
+		Model: "deepseek",
+		Models: map[string]*Route{
+			"deepseek": {Provider: "deepseek", Model: "deepseek-chat", BaseURL: "https://api.deepseek.com",
+				APIKeyEnv: "DEEPSEEK_API_KEY", ContextWindow: 128000, MaxTokens: 8192,
+				Tokenizer: "deepseek-v3", SystemPromptUpdate: "replace"},
+			"offline": {Provider: "offline", Model: "offline:examples/offline/tour.json",
+				ContextWindow: 8192, MaxTokens: 1024, Tokenizer: "heuristic", SystemPromptUpdate: "replace"},
+		},
+		Prompt: Prompt{Sections: []Section{{Key: "base", Text: DefaultSystemPrompt}},
+			PerModel: map[string]PromptOverride{}},
+		Sandbox: Sandbox{
+			MemoryLimitMiB: 64,
+			CallTimeout:    CallTimeouts{Prompt: 2 * time.Second, Compaction: 120 * time.Second, Meter: 2 * time.Second},
+			StepBudget:     150 * time.Second,
+			OutputLimitKiB: 4096,
+		},
+		Sessions: Sessions{Dir: ".weir/sessions"},
+		Log:      Log{Level: "warn", Format: "text"},
+	}
+	for _, b := range builtins {
+		c.Plugins = append(c.Plugins, Plugin{Name: b.name, Role: b.role, Enabled: true, Config: jsontext.Value("{}")})
+	}
+	return c
+}
+
+// routeTemplate gives the fields of a route the sources leave unset.
+func routeTemplate(provider string) map[string]any {
+	tok := "heuristic"
+	if provider == "deepseek" {
+		tok = "deepseek-v3"
+	}
+	return map[string]any{"provider": "", "model": "", "baseURL": "", "apiKeyEnv": "",
+		"contextWindow": int64(0), "maxTokens": int64(0), "tokenizer": tok, "systemPromptUpdate": "replace"}
+}
+
+// pluginTemplate gives the fields of a plugin the sources leave unset.
+func pluginTemplate(name string) map[string]any {
+	role, _ := builtinRole(name)
+	return map[string]any{"name": name, "path": "", "role": role, "enabled": true, "config": jsontext.Value("{}")}
+}
+
+// sectionTemplate gives the fields of a section the sources leave unset.
+func sectionTemplate() map[string]any { return map[string]any{"key": "", "text": "", "file": ""} }
