@@ -25,11 +25,12 @@
 // v3-forbidden shape (a request/header carrying header.system, for one) also
 // refuses: it marks an old-format file, which must never be truncated.
 //
-// Loading validates: every event passes surface admission (Log.Admit, the
-// path appends take), so a load yields a *surface.Log, not just events. The
-// file is read once, as a stream of line-aligned blocks; GOMAXPROCS workers
-// decode blocks while the calling goroutine admits decoded events in order.
-// ReadEvents is the plain sequential decoder for tools.
+// Loading validates: every event passes surface admission (surface.Restore,
+// the checks appends pass), so a load yields a *surface.Log, not just
+// events. The file is read once, as a stream of line-aligned blocks;
+// GOMAXPROCS workers decode blocks, parsing the payloads admission needs as
+// they go (surface.Decoder.Prepare), and the log is then restored in seq
+// order. ReadEvents is the plain sequential decoder for tools.
 //
 // # Writing
 //

@@ -362,3 +362,38 @@ func TestReadErrorIsReported(t *testing.T) {
 	_, _, _, err = ReadEvents(&failingReader{r: bytes.NewReader(file), err: boom})
 	require.ErrorIs(t, err, boom)
 }
+
+// The first invalid line refuses the load, whether it fails to decode or
+// fails admission, wherever the block boundaries fall.
+func TestFirstInvalidLineWins(t *testing.T) {
+	evs := small(t).Events()[:300]
+	notAdmitted := func(seq int) string {
+		return fmt.Sprintf(`{"type":"step/end","seq":%d,"time":1,"data":{"turn":999,"step":1}}`, seq)
+	}
+	for _, tc := range []struct {
+		name      string
+		bad       map[int]string // seq -> line
+		line      int
+		wantRule  surface.Rule
+		wantInMsg string
+	}{
+		{"admission error first", map[int]string{40: notAdmitted(40), 200: "garbage"}, 42, surface.RuleEnclosure, "turn 999"},
+		{"decode error first", map[int]string{40: "garbage", 200: notAdmitted(200)}, 42, surface.RuleEnvelope, "not a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ls := lines(encodeFile(t, testHeader(), evs))
+			for seq, l := range tc.bad {
+				ls[seq+1] = l
+			}
+			data := []byte(strings.Join(ls, "\n"))
+			for _, opts := range [][]Option{nil, {blockSize(4096), Workers(3)}, {Workers(1)}} {
+				_, err := Read(bytes.NewReader(data), opts...)
+				var le *LineError
+				require.ErrorAs(t, err, &le)
+				require.Equal(t, tc.line, le.Line)
+				require.Equal(t, tc.wantRule, surface.RuleOf(err))
+				require.ErrorContains(t, err, tc.wantInMsg)
+			}
+		})
+	}
+}

@@ -432,6 +432,35 @@ function chatCases() {
   return out;
 }
 
+// Extended run: `node gen.mjs --extra N FILE` writes N more random cases
+// (another seed, not committed) for TestOracleExtra (WEIR_TOKENIZER_EXTRA=FILE).
+const extra = process.argv.indexOf("--extra");
+if (extra >= 0) {
+  const n = Number(process.argv[extra + 1]);
+  const file = process.argv[extra + 2];
+  if (!(n > 0) || !file) {
+    console.error("usage: gen.mjs --extra N FILE");
+    process.exit(2);
+  }
+  seed = 0x0e7a0000 + n;
+  const rows = [];
+  const makers = [
+    () => randomUnicode(range(1, 80)),
+    () => { let s = ""; for (let j = range(1, 6); j > 0; j--) s += pick(prose) + pick(spaces); return caseVary(s); },
+    () => { let s = ""; for (let j = range(1, 4); j > 0; j--) s += pick(cjk) + pick(["", " ", randomDigits(range(1, 9))]); return s; },
+    () => { let s = pick(code); if (rnd() < 0.5) s = s.replace(/\n/g, pick(["\r\n", "  \n", "\n\t"])); return s; },
+    () => JSON.stringify(randomJSON(0), null, pick([0, 2, "\t"])),
+    () => { let s = ""; for (let j = range(1, 12); j > 0; j--) s += pick([pick(spaces), pick(uniPunct), pick(Array.from(punctChars)), pick(emoji), pick(framingTokens), pick(words), randomDigits(range(1, 7), pick(digitSets))]); return s; },
+  ];
+  for (let i = 0; i < n; i++) {
+    const t = pick(makers)();
+    rows.push(JSON.stringify({ k: "extra", t, ids: encode(t) }));
+  }
+  writeFileSync(file, gzipSync(rows.join("\n") + "\n"));
+  console.log(`wrote ${rows.length} extra cases to ${file}`);
+  process.exit(0);
+}
+
 const lines = [];
 for (const c of build()) {
   if (c.b) {

@@ -1,0 +1,3 @@
+package tokenizer
+
+//go:generate go run ./internal/gen -src ../../../shared/data/deepseek-v3-tokenizer
