@@ -91,7 +91,11 @@ func (p *parser) object(depth int, fn func(key []byte)) {
 	}
 	p.i++ // '{'
 	base := len(p.keys)
-	defer func() { p.keys = p.keys[:base] }()
+	p.members(depth, base, fn)
+	p.keys = p.keys[:base]
+}
+
+func (p *parser) members(depth, base int, fn func(key []byte)) {
 	if p.peek() == '}' {
 		p.i++
 		return
@@ -168,85 +172,131 @@ const (
 	msb = 0x8080808080808080
 )
 
-// plain reports whether none of the 8 bytes in x is a quote, a backslash, a
-// control character or a non-ASCII byte.
-func plain(x uint64) bool {
-	quote := x ^ (lsb * '"')
-	slash := x ^ (lsb * '\\')
-	special := ((quote - lsb) &^ quote) | ((slash - lsb) &^ slash) | ((x - lsb*0x20) &^ x) | x
-	return special&msb == 0
+// textOK reports whether s, a run of string content without quotes or
+// backslashes, holds no control character and is valid UTF-8. Words of
+// printable ASCII are skipped 8 bytes at a time.
+func textOK(s []byte) bool {
+	n := 0
+	for n < len(s) {
+		if n+8 <= len(s) {
+			x := binary.LittleEndian.Uint64(s[n:])
+			if ((x-lsb*0x20)|x)&msb == 0 {
+				n += 8
+				continue
+			}
+		}
+		c := s[n]
+		switch {
+		case c < 0x20:
+			return false
+		case c < utf8.RuneSelf:
+			n++
+		default:
+			r, size := utf8.DecodeRune(s[n:])
+			if r == utf8.RuneError && size <= 1 {
+				return false
+			}
+			n += size
+		}
+	}
+	return true
 }
 
 // str validates a string and returns it raw, quotes included.
 func (p *parser) str() []byte {
 	start := p.i
-	i := p.i + 1
 	b := p.b
-	for {
-		for i+8 <= len(b) && plain(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
+	i := start + 1
+	// Most strings are short printable ASCII: scan them byte by byte before
+	// paying for the vector search.
+	for i < len(b) && i-start <= 24 {
+		c := b[i]
+		if c == '"' {
+			p.i = i + 1
+			return b[start:p.i]
 		}
-		if i >= len(b) {
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		i++
+	}
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			p.i = len(b)
+			p.fail(RuleEnvelope, "unterminated string")
+			return nil
+		}
+		end := i + j
+		k := bytes.IndexByte(b[i:end], '\\')
+		if k < 0 {
+			if !textOK(b[i:end]) {
+				p.i = i
+				p.failText(b[i:end])
+				return nil
+			}
+			p.i = end + 1
+			return b[start:p.i]
+		}
+		if !textOK(b[i : i+k]) {
+			p.i = i
+			p.failText(b[i : i+k])
+			return nil
+		}
+		i += k
+		if i+1 >= len(b) {
 			p.i = i
 			p.fail(RuleEnvelope, "unterminated string")
 			return nil
 		}
-		c := b[i]
-		switch {
-		case c == '"':
-			p.i = i + 1
-			return b[start:p.i]
-		case c == '\\':
-			if i+1 >= len(b) {
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			r, ok := hex4(b, i+2)
+			if !ok {
 				p.i = i
-				p.fail(RuleEnvelope, "unterminated string")
+				p.fail(RuleEnvelope, "invalid \\u escape")
 				return nil
 			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				r, ok := hex4(b, i+2)
-				if !ok {
-					p.i = i
-					p.fail(RuleEnvelope, "invalid \\u escape")
-					return nil
-				}
-				i += 6
-				if r >= 0xD800 && r < 0xDC00 {
-					lo, ok := hex4(b, i+2)
-					if !ok || b[i] != '\\' || b[i+1] != 'u' || lo < 0xDC00 || lo >= 0xE000 {
-						p.i = i
-						p.fail(RuleLossless, "string holds a lone surrogate escape")
-						return nil
-					}
-					i += 6
-				} else if r >= 0xDC00 && r < 0xE000 {
+			i += 6
+			if r >= 0xD800 && r < 0xDC00 {
+				lo, ok := hex4(b, i+2)
+				if !ok || b[i] != '\\' || b[i+1] != 'u' || lo < 0xDC00 || lo >= 0xE000 {
 					p.i = i
 					p.fail(RuleLossless, "string holds a lone surrogate escape")
 					return nil
 				}
-			default:
+				i += 6
+			} else if r >= 0xDC00 && r < 0xE000 {
 				p.i = i
-				p.fail(RuleEnvelope, "invalid escape in string")
+				p.fail(RuleLossless, "string holds a lone surrogate escape")
 				return nil
 			}
-		case c < 0x20:
-			p.i = i
-			p.fail(RuleEnvelope, "control character in string")
-			return nil
-		case c < utf8.RuneSelf:
-			i++
 		default:
-			r, n := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && n <= 1 {
-				p.i = i
-				p.fail(RuleLossless, "string holds invalid UTF-8")
-				return nil
-			}
-			i += n
+			p.i = i
+			p.fail(RuleEnvelope, "invalid escape in string")
+			return nil
 		}
 	}
+}
+
+// failText reports what textOK found wrong in s.
+func (p *parser) failText(s []byte) {
+	if bytes.ContainsFunc(s, func(r rune) bool { return r < 0x20 }) && utf8.Valid(s) {
+		p.fail(RuleEnvelope, "control character in string")
+		return
+	}
+	for _, c := range s {
+		if c < 0x20 {
+			p.fail(RuleEnvelope, "control character in string")
+			return
+		}
+		if c >= utf8.RuneSelf {
+			break
+		}
+	}
+	p.fail(RuleLossless, "string holds invalid UTF-8")
 }
 
 func hex4(b []byte, i int) (rune, bool) {
