@@ -162,3 +162,20 @@ func TestErrorsAndExitCodes(t *testing.T) {
 		})
 	}
 }
+
+func TestTokensCommand(t *testing.T) {
+	text := "Weir counts exactly: 你好，世界 — 12345 {\"json\": true}\n"
+	r := runHost(t, t.TempDir(), text, "tokens", "--ids")
+	require.Equal(t, 0, r.code, r.stderr)
+	var ids []int
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ids))
+	require.NotEmpty(t, ids)
+	count := runHost(t, t.TempDir(), text, "tokens")
+	require.Equal(t, fmt.Sprintf("%d\n", len(ids)), count.stdout)
+	h := runHost(t, t.TempDir(), text, "tokens", "--tokenizer", "heuristic")
+	require.Equal(t, 0, h.code)
+	require.NotEqual(t, count.stdout, h.stdout, "the heuristic differs from the real tokenizer on mixed text")
+	bad := runHost(t, t.TempDir(), text, "tokens", "--tokenizer", "nope")
+	require.Equal(t, 2, bad.code)
+	require.Contains(t, bad.stderr, "unknown tokenizer")
+}

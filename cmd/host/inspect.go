@@ -1,0 +1,264 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/surface"
+)
+
+func init() {
+	register(&command{name: "inspect", summary: "show a session: surface, prompt versions, compactions, tokens, plugin failures", run: inspectCmd})
+}
+
+// inspectJSON is the documented shape of "host inspect --json".
+type inspectJSON struct {
+	Session           string               `json:"session"`
+	MigratedFrom      int                  `json:"migratedFrom,omitzero"`
+	Events            int                  `json:"events"`
+	ReplaceGeneration uint64               `json:"replaceGeneration"`
+	ContentGeneration uint64               `json:"contentGeneration"`
+	Surface           []nodeJSON           `json:"surface"`
+	Prompts           []promptJSON         `json:"prompts"`
+	Compactions       []compactionJSON     `json:"compactions"`
+	Tokens            *host.Measurement    `json:"tokens,omitzero"`
+	Failures          []host.PluginFailure `json:"pluginFailures"`
+}
+
+type nodeJSON struct {
+	Node    int    `json:"node"`
+	Seq     int64  `json:"seq"`
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Tokens  int64  `json:"tokens"`
+	Empty   bool   `json:"empty,omitzero"`
+	Preview string `json:"preview"`
+}
+
+type promptJSON struct {
+	Seq      int64  `json:"seq"`
+	Op       string `json:"op"`
+	Replaces int64  `json:"replaces,omitzero"`
+	Text     string `json:"text"`
+	Diff     string `json:"diff,omitzero"`
+}
+
+type compactionJSON struct {
+	ID           string  `json:"compactionId"`
+	Start        int64   `json:"startSeq"`
+	Shadowed     []int64 `json:"shadowedSeqs,omitzero"`
+	TokenCount   int64   `json:"shadowedTokenCount,omitzero"`
+	Provider     string  `json:"provider,omitzero"`
+	Model        string  `json:"model,omitzero"`
+	Checkpoint   int64   `json:"checkpointSeq,omitzero"`
+	End          int64   `json:"endSeq,omitzero"`
+	Error        string  `json:"error,omitzero"`
+	TokensBefore int64   `json:"tokensBefore,omitzero"`
+	TokensAfter  int64   `json:"tokensAfter,omitzero"`
+}
+
+func inspectCmd(e *env, args []string) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("usage: host inspect [--json] FILE")
+	}
+	s, err := loadLog(pos[0])
+	if err != nil {
+		return err
+	}
+	out := inspect(s)
+	if *asJSON {
+		return writeJSON(e.stdout, out)
+	}
+	printInspect(e.stdout, out)
+	return nil
+}
+
+func inspect(s *loaded) inspectJSON {
+	l := s.log
+	out := inspectJSON{Session: s.id, MigratedFrom: s.migratedFrom, Events: l.Len(),
+		ReplaceGeneration: l.ReplaceGeneration(), ContentGeneration: l.ContentGeneration(),
+		Surface: []nodeJSON{}, Prompts: []promptJSON{}, Compactions: []compactionJSON{}, Failures: []host.PluginFailure{}}
+	meas := measure(l)
+	out.Tokens = meas
+	price := map[int64]int64{}
+	if meas != nil {
+		for _, n := range meas.Nodes {
+			price[n.Seq] = n.Tokens
+		}
+	}
+	for i, n := range l.Surface() {
+		m, _ := l.Message(n.Seq)
+		out.Surface = append(out.Surface, nodeJSON{Node: i, Seq: n.Seq, Type: n.Type, Role: n.Role, Tokens: price[n.Seq],
+			Empty: n.Empty, Preview: previewOf(m, 60)})
+	}
+	prev := ""
+	byID := map[string]*compactionJSON{}
+	var order []string
+	for _, e := range l.Events() {
+		switch e.Type {
+		case surface.TypeSystemMessage:
+			m, _ := l.Message(e.Seq)
+			text := surface.TextOf(m.Content)
+			p := promptJSON{Seq: e.Seq, Op: "append", Text: text}
+			if e.Op.Kind == surface.OpReplace {
+				p.Op, p.Replaces = "replace", e.Op.Start
+			}
+			if len(out.Prompts) > 0 {
+				p.Diff = lineDiff(prev, text)
+			}
+			prev = text
+			out.Prompts = append(out.Prompts, p)
+		case surface.TypeCompactionStart, surface.TypeCompactionSummary, surface.TypeCompactionEnd:
+			var d struct {
+				ID           string  `json:"compactionId"`
+				Shadowed     []int64 `json:"shadowedSeqs"`
+				TokenCount   int64   `json:"shadowedTokenCount"`
+				Provider     string  `json:"provider"`
+				Model        string  `json:"model"`
+				Error        string  `json:"error"`
+				TokensBefore int64   `json:"tokensBefore"`
+				TokensAfter  int64   `json:"tokensAfter"`
+			}
+			if json.Unmarshal(e.Data, &d) != nil {
+				continue
+			}
+			c := byID[d.ID]
+			if c == nil {
+				c = &compactionJSON{ID: d.ID, Start: e.Seq}
+				byID[d.ID] = c
+				order = append(order, d.ID)
+			}
+			switch e.Type {
+			case surface.TypeCompactionSummary:
+				c.Shadowed, c.TokenCount, c.Provider, c.Model = d.Shadowed, d.TokenCount, d.Provider, d.Model
+			case surface.TypeCompactionEnd:
+				c.End, c.Error, c.TokensBefore, c.TokensAfter = e.Seq, d.Error, d.TokensBefore, d.TokensAfter
+			}
+		case surface.TypeUserMessage:
+			if e.Op.Kind == surface.OpReplace {
+				m, _ := l.Message(e.Seq)
+				if id, ok := checkpointOf(m); ok && byID[id] != nil {
+					byID[id].Checkpoint = e.Seq
+				}
+			}
+		case surface.TypePluginFailure:
+			var f host.PluginFailure
+			if json.Unmarshal(e.Data, &f) == nil {
+				out.Failures = append(out.Failures, f)
+			}
+		}
+	}
+	for _, id := range order {
+		out.Compactions = append(out.Compactions, *byID[id])
+	}
+	return out
+}
+
+// checkpointOf returns the compaction id of a compaction checkpoint message.
+func checkpointOf(m *surface.Message) (string, bool) {
+	if m == nil || m.Source.Kind != "plugin" || m.Source.Plugin != "compact" {
+		return "", false
+	}
+	var extra struct {
+		ID string `json:"compactionId"`
+	}
+	if json.Unmarshal(m.Source.Unknown, &extra) != nil {
+		return "", false
+	}
+	return extra.ID, extra.ID != ""
+}
+
+// lineDiff is a small line diff: lines only in a, then lines only in b.
+func lineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	inB := map[string]int{}
+	for _, x := range bl {
+		inB[x]++
+	}
+	inA := map[string]int{}
+	for _, x := range al {
+		inA[x]++
+	}
+	var out []string
+	for _, x := range al {
+		if inB[x] == 0 {
+			out = append(out, "- "+x)
+		} else {
+			inB[x]--
+		}
+	}
+	for _, x := range bl {
+		if inA[x] == 0 {
+			out = append(out, "+ "+x)
+		} else {
+			inA[x]--
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func printInspect(w io.Writer, out inspectJSON) {
+	fmt.Fprintf(w, "session %s: %d events, %d surface nodes, replaceGeneration %d, contentGeneration %d\n",
+		out.Session, out.Events, len(out.Surface), out.ReplaceGeneration, out.ContentGeneration)
+	fmt.Fprintf(w, "\nSurface\n%5s %7s %7s  %-18s %-9s %s\n", "node", "seq", "tokens", "type", "role", "preview")
+	for _, n := range out.Surface {
+		preview := n.Preview
+		if n.Empty {
+			preview = "(projects to nothing)"
+		}
+		fmt.Fprintf(w, "%5d %7d %7d  %-18s %-9s %s\n", n.Node, n.Seq, n.Tokens, n.Type, n.Role, preview)
+	}
+	fmt.Fprintf(w, "\nPrompt versions (%d)\n", len(out.Prompts))
+	for i, p := range out.Prompts {
+		how := "appended"
+		if p.Op == "replace" {
+			how = fmt.Sprintf("replaced seq %d", p.Replaces)
+		}
+		fmt.Fprintf(w, "  v%d  seq %d, %s, %d chars\n", i+1, p.Seq, how, len(p.Text))
+		if p.Diff != "" {
+			for _, line := range strings.Split(p.Diff, "\n") {
+				fmt.Fprintf(w, "        %s\n", oneLine(line, 100))
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nCompactions (%d)\n", len(out.Compactions))
+	for _, c := range out.Compactions {
+		status := "ok"
+		if c.Error != "" {
+			status = "failed: " + c.Error
+		} else if c.End == 0 {
+			status = "open (no compaction/end)"
+		}
+		fmt.Fprintf(w, "  %s  seq %d..%d  %d nodes shadowed (%d tokens)  %s/%s  %s", c.ID, c.Start, c.End, len(c.Shadowed), c.TokenCount, c.Provider, c.Model, status)
+		if c.TokensBefore > 0 {
+			fmt.Fprintf(w, "  tokens %d → %d", c.TokensBefore, c.TokensAfter)
+		}
+		fmt.Fprintln(w)
+	}
+	if t := out.Tokens; t != nil {
+		printTokens(w, t)
+	}
+	fmt.Fprintf(w, "\nPlugin failures (%d)\n", len(out.Failures))
+	for _, f := range out.Failures {
+		fmt.Fprintf(w, "  %s %q (turn %d step %d): %s\n", f.Kind, f.Plugin, f.Turn, f.Step, f.Error)
+	}
+}
+
+// printTokens prints the token breakdown table.
+func printTokens(w io.Writer, t *host.Measurement) {
+	b := t.Breakdown
+	fmt.Fprintf(w, "\nTokens (%s, baseline %s)\n", t.Tokenizer, t.Baseline)
+	fmt.Fprintf(w, "  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n",
+		"system", b.System, "user", b.User, "assistant", b.Assistant, "tool results", b.ToolResults, "tools schema", b.Tools, "total", t.TotalTokens)
+}
