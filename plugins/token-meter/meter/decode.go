@@ -1,0 +1,121 @@
+package meter
+
+import (
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/weirhost/weir/surface"
+)
+
+// Error is the error of an event the meter cannot fold, or of a
+// measurement asked of a meter stopped at such an event.
+type Error struct {
+	Seq  int64
+	Type string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("token meter: seq %d (%s): %s", e.Seq, e.Type, e.Msg)
+}
+
+func errorf(e *surface.Event, format string, args ...any) *Error {
+	return &Error{Seq: e.Seq, Type: e.Type, Msg: fmt.Sprintf(format, args...)}
+}
+
+// stepRef is a turn/step pair.
+type stepRef struct{ turn, step int64 }
+
+// surfaceData is what the meter reads from a surface event.
+type surfaceData struct {
+	kind    nodeKind
+	at      stepRef
+	hasStep bool
+	content []byte // the message's content array
+	stream  jsontext.Value
+	usage   *surface.Usage
+}
+
+type messageWire struct {
+	Content jsontext.Value `json:"content"`
+}
+
+type stepMessageWire struct {
+	Turn    *int64         `json:"turn"`
+	Step    *int64         `json:"step"`
+	Message *messageWire   `json:"message"`
+	Stream  jsontext.Value `json:"stream"`
+	Usage   *surface.Usage `json:"usage"`
+}
+
+type stepWire struct {
+	Turn *int64 `json:"turn"`
+	Step *int64 `json:"step"`
+}
+
+// readSurface decodes the parts of a surface event's data the meter prices.
+func readSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
+	d := surfaceData{kind: k}
+	var content jsontext.Value
+	if k == kindUser {
+		var m messageWire
+		if err := json.Unmarshal(e.Data, &m); err != nil {
+			return d, errorf(e, "data is not a message: %v", err)
+		}
+		content = m.Content
+	} else {
+		var w stepMessageWire
+		if err := json.Unmarshal(e.Data, &w); err != nil {
+			return d, errorf(e, "data does not hold a message: %v", err)
+		}
+		if w.Message == nil {
+			return d, errorf(e, "data.message is missing")
+		}
+		content, d.stream, d.usage = w.Message.Content, w.Stream, w.Usage
+		if w.Turn != nil && w.Step != nil {
+			d.at, d.hasStep = stepRef{*w.Turn, *w.Step}, true
+		}
+	}
+	if content.Kind() != '[' {
+		return d, errorf(e, "message content must be an array")
+	}
+	d.content = content
+	return d, nil
+}
+
+// readStep decodes the {turn, step} of a step/start or step/end.
+func readStep(e *surface.Event) (stepRef, *Error) {
+	var w stepWire
+	if err := json.Unmarshal(e.Data, &w); err != nil {
+		return stepRef{}, errorf(e, "data is not {turn, step}: %v", err)
+	}
+	if w.Turn == nil || w.Step == nil {
+		return stepRef{}, errorf(e, "%s needs data.turn and data.step", e.Type)
+	}
+	return stepRef{*w.Turn, *w.Step}, nil
+}
+
+// readHeader decodes a request/header as its canonical header.
+func readHeader(e *surface.Event) (*surface.Header, *Error) {
+	h, err := surface.FoldHeader([]surface.Event{*e}, nil)
+	if err != nil {
+		return nil, errorf(e, "unreadable request header: %v", err)
+	}
+	if h == nil {
+		return nil, errorf(e, "request/header holds no header")
+	}
+	return h, nil
+}
+
+func decodeContent(raw []byte) ([]surface.Block, error) {
+	var blocks []surface.Block
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, fmt.Errorf("message content is unreadable: %w", err)
+	}
+	return blocks, nil
+}
+
+// absent reports a JSON member that is missing or null.
+func absent(v jsontext.Value) bool { return len(v) == 0 || v.Kind() == 'n' }
