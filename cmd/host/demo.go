@@ -79,6 +79,10 @@ func demoCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	tokens, err := newMeter()
+	if err != nil {
+		return err
+	}
 	a, err := host.NewAgent(s, host.Config{
 		Route:      host.Route{Provider: "offline", Model: "demo", ContextWindow: 8192, MaxTokens: 1024},
 		Model:      llm.NewScripted(script),
@@ -86,12 +90,19 @@ func demoCmd(e *env, args []string) error {
 		Sections:   sections,
 		Tools:      builtin.Tools(cwd, clock),
 		Compactors: []host.CompactionProvider{compactor},
+		Meter:      tokens,
 		OnDelta:    p.delta,
 	})
 	if err != nil {
 		return err
 	}
 	s.Log().Observe(p.event)
+	s.Log().Observe(func(ev surface.Event) {
+		if ev.Type == surface.TypeStepEnd {
+			p.finish()
+			tokenLine(e.stdout, tokens, a.Route().ContextWindow)
+		}
+	})
 	started := time.Now()
 	for _, text := range demoTurns {
 		switch text {

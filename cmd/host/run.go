@@ -111,11 +111,22 @@ func runCmd(e *env, args []string) error {
 	defer s.Close()
 	cwd, _ := os.Getwd()
 	out := newPrinter(e.stdout)
-	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: &host.SectionPrompt{},
-		Sections: []host.Section{{Key: "base", Text: o.system}}, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta})
+	tokens, err := newMeter()
 	if err != nil {
 		return err
 	}
+	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: &host.SectionPrompt{},
+		Sections: []host.Section{{Key: "base", Text: o.system}}, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
+		Meter: tokens})
+	if err != nil {
+		return err
+	}
+	s.Log().Observe(func(ev surface.Event) {
+		if ev.Type == surface.TypeStepEnd {
+			out.finish()
+			tokenLine(e.stderr, tokens, route.ContextWindow)
+		}
+	})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	s.Log().Observe(out.event)
