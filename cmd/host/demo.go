@@ -11,6 +11,7 @@ import (
 	"github.com/weirhost/weir/examples/offline"
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/builtin"
+	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/plugins/compaction-basic/native"
 	"github.com/weirhost/weir/surface"
@@ -41,9 +42,14 @@ func demoCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	out := fs.String("out", "", "session file to write (default: a new file under .weir/sessions)")
+	configFile := fs.String("config", "", "configuration file (only log and sessions.dir apply: the demo's route and prompt are scripted)")
 	fixed := fs.Bool("fixed-clock", false, "use a fixed clock, counter ids and examples/offline as the tools' folder, so the session file is reproducible")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
+	}
+	cfg, _, err := config.Load(config.Options{File: *configFile})
+	if err != nil {
+		return configError(e, "demo", err)
 	}
 	script, err := llm.ParseScript(offline.Demo)
 	if err != nil {
@@ -51,7 +57,7 @@ func demoCmd(e *env, args []string) error {
 	}
 	path := *out
 	if path == "" {
-		dir := filepath.Join(".weir", "sessions")
+		dir := cfg.Sessions.Dir
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -74,12 +80,12 @@ func demoCmd(e *env, args []string) error {
 		cwd = filepath.Join(cwd, "examples", "offline")
 	}
 	p := newPrinter(e.stdout)
-	sections := []host.Section{{Key: "base", Text: defaultPrompt}}
+	sections := []host.Section{{Key: "base", Text: config.DefaultSystemPrompt}}
 	compactor, err := native.New([]byte(`{"headroomTokens": 1024}`))
 	if err != nil {
 		return err
 	}
-	tokens, err := newMeter()
+	tokens, err := newMeter(nil)
 	if err != nil {
 		return err
 	}

@@ -14,14 +14,22 @@ import (
 // meterRoutes says which tokenizer prices which provider.
 var meterRoutes = map[string]string{"deepseek": meter.DeepSeekV3}
 
-// newMeter returns the token meter the command line uses.
-func newMeter() (*native.Meter, error) {
-	return native.New(meter.Config{Routes: meterRoutes, Fallback: meter.Heuristic, Counters: native.Counters(), Reassemble: native.Reassemble})
+// newMeter returns the token meter the command line uses; routes adds
+// "provider/model" → tokenizer choices from the configuration.
+func newMeter(routes map[string]string) (*native.Meter, error) {
+	all := map[string]string{}
+	for k, v := range meterRoutes {
+		all[k] = v
+	}
+	for k, v := range routes {
+		all[k] = v
+	}
+	return native.New(meter.Config{Routes: all, Fallback: meter.Heuristic, Counters: native.Counters(), Reassemble: native.Reassemble})
 }
 
 // measure prices a log's surface with the token meter; nil when it cannot.
 func measure(l *surface.Log) *host.Measurement {
-	m, err := newMeter()
+	m, err := newMeter(nil)
 	if err != nil {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/builtin"
+	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
 )
@@ -21,60 +22,87 @@ func init() {
 	register(&command{name: "run", summary: "run a live session turn against a model (or the offline model)", run: runCmd})
 }
 
-// defaultPrompt is the system prompt used when none is configured.
-const defaultPrompt = "You are a careful, concise assistant running inside Weir. " +
-	"Use the tools offered when they help, and say plainly when you do not know."
-
-// runOptions are the flags shared by run and demo.
+// runOptions are the flags of run.
 type runOptions struct {
-	model, provider, baseURL, keyEnv string
-	session, system                  string
-	contextWindow, maxTokens         int64
+	fs                  *flag.FlagSet
+	configFile, session string
+	system              string
+}
+
+// runFlagKeys maps run's configuration flags to keys; "route." is the
+// selected route.
+var runFlagKeys = map[string]string{
+	"route": "model", "model": "route.model", "provider": "route.provider", "base-url": "route.baseURL",
+	"api-key-env": "route.apiKeyEnv", "context-window": "route.contextWindow", "max-tokens": "route.maxTokens",
 }
 
 func (o *runOptions) flags(fs *flag.FlagSet) {
-	fs.StringVar(&o.model, "model", "deepseek-chat", `model name, or "offline:SCRIPT.json" for the offline scripted model`)
-	fs.StringVar(&o.provider, "provider", "deepseek", "provider name recorded in the log")
-	fs.StringVar(&o.baseURL, "base-url", "https://api.deepseek.com", "OpenAI-compatible API base; /chat/completions is appended")
-	fs.StringVar(&o.keyEnv, "api-key-env", "DEEPSEEK_API_KEY", "environment variable holding the API key")
-	fs.StringVar(&o.session, "session", "", "session file (created when missing, resumed when present); default a new file under .weir/sessions")
-	fs.StringVar(&o.system, "system", defaultPrompt, `system prompt ("" for none)`)
-	fs.Int64Var(&o.contextWindow, "context-window", 128000, "the model's context window in tokens")
-	fs.Int64Var(&o.maxTokens, "max-tokens", 8192, "completion cap per request (0: provider default)")
+	o.fs = fs
+	fs.StringVar(&o.configFile, "config", "", "configuration file (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
+	fs.String("route", "", "route to use, a key of models (default: the configuration's model)")
+	fs.String("model", "", `the route's model name, or "offline:SCRIPT.json" for the offline scripted model`)
+	fs.String("provider", "", "the route's provider name recorded in the log")
+	fs.String("base-url", "", "the route's OpenAI-compatible API base; /chat/completions is appended")
+	fs.String("api-key-env", "", "environment variable holding the API key")
+	fs.Int64("context-window", 0, "the route's context window in tokens")
+	fs.Int64("max-tokens", 0, "completion cap per request (0: provider default)")
+	fs.StringVar(&o.session, "session", "", "session file (created when missing, resumed when present); default a new file under sessions.dir")
+	fs.StringVar(&o.system, "system", "", `system prompt replacing the configured sections ("" for none)`)
 }
 
-// model opens the configured model and its route.
-func (o *runOptions) open(env *env) (llm.Model, host.Route, error) {
-	route := host.Route{Provider: o.provider, Model: o.model, ContextWindow: o.contextWindow, MaxTokens: o.maxTokens}
-	if path, ok := strings.CutPrefix(o.model, "offline:"); ok {
-		m, err := llm.Open(o.model)
+func (o *runOptions) set(name string) bool {
+	set := false
+	o.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// load reads the configuration with the flags set on the command line.
+func (o *runOptions) load() (*config.Config, error) {
+	flags := config.FlagsFrom(o.fs, runFlagKeys)
+	if m := o.fs.Lookup("model").Value.String(); strings.HasPrefix(m, "offline:") && !o.set("route") {
+		flags = append(flags, config.Flag{Name: "model", Key: "model", Value: "offline"})
+	}
+	cfg, _, err := config.Load(config.Options{File: o.configFile, Flags: flags})
+	return cfg, err
+}
+
+// open opens the selected route's model.
+func (o *runOptions) open(cfg *config.Config) (llm.Model, host.Route, error) {
+	r := cfg.Models[cfg.Model]
+	route, err := cfg.HostRoute(cfg.Model)
+	if err != nil {
+		return nil, route, err
+	}
+	if path, ok := strings.CutPrefix(r.Model, "offline:"); ok {
+		m, err := llm.Open(r.Model)
 		if err != nil {
 			return nil, route, err
 		}
 		route.Provider, route.Model = "offline", filepath.Base(path)
 		return m, route, nil
 	}
-	key := os.Getenv(o.keyEnv)
-	if key == "" {
-		return nil, route, fmt.Errorf("no API key: $%s is empty. Set it (or name another variable with --api-key-env), "+
-			"or try the offline model: host run --model offline:examples/offline/tour.json \"hello\"", o.keyEnv)
+	var key string
+	if r.APIKeyEnv != "" {
+		if key = os.Getenv(r.APIKeyEnv); key == "" {
+			return nil, route, fmt.Errorf("no API key: $%s is empty. Set it (or name another variable with --api-key-env), "+
+				"or try the offline model: host run --model offline:examples/offline/tour.json \"hello\"", r.APIKeyEnv)
+		}
 	}
-	c, err := llm.NewClient(llm.ClientConfig{BaseURL: o.baseURL, APIKey: llm.Secret(key)})
+	c, err := llm.NewClient(llm.ClientConfig{BaseURL: r.BaseURL, APIKey: llm.Secret(key)})
 	if err != nil {
 		return nil, route, err
 	}
 	return c, route, nil
 }
 
-func (o *runOptions) sessionPath() (string, error) {
+func (o *runOptions) sessionPath(cfg *config.Config) (string, error) {
 	if o.session != "" {
 		return o.session, nil
 	}
-	dir := filepath.Join(".weir", "sessions")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Sessions.Dir, 0o755); err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, time.Now().UTC().Format("20060102-150405.000")+".jsonl"), nil
+	return filepath.Join(cfg.Sessions.Dir, time.Now().UTC().Format("20060102-150405.000")+".jsonl"), nil
 }
 
 func runCmd(e *env, args []string) error {
@@ -96,11 +124,19 @@ func runCmd(e *env, args []string) error {
 	if prompt == "" {
 		return usagef("give a prompt as arguments or on standard input")
 	}
-	model, route, err := o.open(e)
+	cfg, err := o.load()
+	if err != nil {
+		return configError(e, "run", err)
+	}
+	model, route, err := o.open(cfg)
 	if err != nil {
 		return err
 	}
-	path, err := o.sessionPath()
+	sections := cfg.Sections(cfg.Model)
+	if o.set("system") {
+		sections = []host.Section{{Key: "base", Text: o.system}}
+	}
+	path, err := o.sessionPath(cfg)
 	if err != nil {
 		return err
 	}
@@ -111,13 +147,13 @@ func runCmd(e *env, args []string) error {
 	defer s.Close()
 	cwd, _ := os.Getwd()
 	out := newPrinter(e.stdout)
-	tokens, err := newMeter()
+	tokens, err := newMeter(map[string]string{route.Provider + "/" + route.Model: cfg.Models[cfg.Model].Tokenizer})
 	if err != nil {
 		return err
 	}
 	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: &host.SectionPrompt{},
-		Sections: []host.Section{{Key: "base", Text: o.system}}, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
-		Meter: tokens})
+		Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
+		Meter: tokens, Logger: config.NewLogger(cfg.Log, e.stderr)})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/require"
+)
+
+// configRun runs "host ARGS" in-process in dir, with a user config folder
+// of its own and the given WEIR_ variables.
+func configRun(t *testing.T, dir string, envs map[string]string, args ...string) result {
+	t.Helper()
+	t.Chdir(dir)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "user-config"))
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "WEIR_") {
+			t.Setenv(name, "")
+		}
+	}
+	for k, v := range envs {
+		t.Setenv(k, v)
+	}
+	var out, errb bytes.Buffer
+	code := run(&env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, args)
+	return result{out.String(), errb.String(), code}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+// row finds the table row of key and returns its value and source cells.
+func row(t *testing.T, table, key string) (string, string) {
+	t.Helper()
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == key {
+			return f[1], strings.Join(f[2:], " ")
+		}
+	}
+	require.Failf(t, "no row", "key %s in:\n%s", key, table)
+	return "", ""
+}
+
+func TestConfigTable(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "weir.yaml"), "models:\n  deepseek:\n    maxTokens: 4096\nplugins:\n  - name: token-meter\n    enabled: false\n")
+	r := configRun(t, dir, map[string]string{"WEIR_LOG_LEVEL": "debug", "WEIR_LONG": "1"}, "config")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr)
+	file := filepath.Join(dir, "weir.yaml")
+	require.True(t, strings.HasPrefix(r.stdout, "configuration file: "+file+"\n"), r.stdout)
+	require.Contains(t, r.stdout, "KEY")
+
+	cases := []struct{ key, value, source string }{
+		{"model", "deepseek", "default"},
+		{"models.deepseek.maxTokens", "4096", file},
+		{"models.deepseek.contextWindow", "128000", "default"},
+		{"log.level", "debug", "$WEIR_LOG_LEVEL"},
+		{"log.format", "text", "default"},
+		{"plugins[2].enabled", "false", file + " (plugins[0].enabled)"},
+		{"plugins[1].config", "{}", "default"},
+		{"sandbox.callTimeout.prompt", "2s", "default"},
+		{"sessions.dir", ".weir/sessions", "default"},
+	}
+	for _, c := range cases {
+		v, s := row(t, r.stdout, c.key)
+		require.Equal(t, c.value, v, c.key)
+		require.Equal(t, c.source, s, c.key)
+	}
+}
+
+func TestConfigJSON(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "conf", "custom.yaml"), `
+model: offline
+plugins:
+  - name: compaction-basic
+    config:
+      thresholdRatio: 0.7
+`)
+	r := configRun(t, dir, map[string]string{"WEIR_MODELS__OFFLINE__MAXTOKENS": "512"}, "config", "--json", "--config", "conf/custom.yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	var doc struct {
+		File     *string  `json:"file"`
+		Searched []string `json:"searched"`
+		Entries  []struct {
+			Key    string         `json:"key"`
+			Value  jsontext.Value `json:"value"`
+			Source struct {
+				Kind string `json:"kind"`
+				Name string `json:"name"`
+				Key  string `json:"key"`
+			} `json:"source"`
+		} `json:"entries"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc, json.RejectUnknownMembers(true)))
+	file := filepath.Join(dir, "conf", "custom.yaml")
+	require.NotNil(t, doc.File)
+	require.Equal(t, file, *doc.File)
+	require.Equal(t, []string{}, doc.Searched)
+
+	by := map[string]int{}
+	for i, e := range doc.Entries {
+		require.NotEmpty(t, e.Key)
+		require.Contains(t, []string{"default", "file", "env", "flag"}, e.Source.Kind, e.Key)
+		by[e.Key] = i
+	}
+	get := func(key string) (string, string, string) {
+		i, ok := by[key]
+		require.True(t, ok, key)
+		e := doc.Entries[i]
+		return string(e.Value), e.Source.Kind, e.Source.Name
+	}
+	v, kind, name := get("model")
+	require.Equal(t, `"offline"`, v)
+	require.Equal(t, "file", kind)
+	require.Equal(t, file, name)
+	v, kind, name = get("models.offline.maxTokens")
+	require.Equal(t, "512", v)
+	require.Equal(t, "env", kind)
+	require.Equal(t, "WEIR_MODELS__OFFLINE__MAXTOKENS", name)
+	v, kind, _ = get("plugins[1].config")
+	require.JSONEq(t, `{"thresholdRatio":0.7}`, v)
+	require.Equal(t, "file", kind)
+	v, kind, _ = get("plugins[0].enabled")
+	require.Equal(t, "true", v)
+	require.Equal(t, "default", kind)
+	v, _, _ = get("sandbox.stepBudget")
+	require.Equal(t, `"2m30s"`, v)
+
+	// With no file, "file" is null and "searched" lists the candidates.
+	empty := t.TempDir()
+	r = configRun(t, empty, nil, "config", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	doc.File, doc.Searched = nil, nil
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	require.Nil(t, doc.File)
+	require.Equal(t, []string{filepath.Join(empty, "weir.yaml"), filepath.Join(empty, "user-config", "weir", "weir.yaml")}, doc.Searched)
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "weir.yaml"), "model: gpt\nplugins:\n  - name: token-meter\n    rol: x\n")
+	r := configRun(t, dir, map[string]string{"WEIR_MODELS__DEEPSEEK__CONTEXTWINDOW": "0"}, "config")
+	require.Equal(t, 1, r.code)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "host config: the configuration has 3 problems:\n")
+	require.Contains(t, r.stderr, `  plugins[0].rol: unknown key (did you mean "role"?)`)
+	require.Contains(t, r.stderr, `  model: "gpt" is not a configured route`)
+	require.Contains(t, r.stderr, "  models.deepseek.contextWindow: must be a positive number of tokens, got 0; give the model's context window (e.g. 128000) (from $WEIR_MODELS__DEEPSEEK__CONTEXTWINDOW)")
+
+	r = configRun(t, dir, nil, "config", "--json", "--config", "absent.yaml")
+	require.Equal(t, 1, r.code)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, filepath.Join(dir, "absent.yaml")+": the configuration file does not exist")
+
+	r = configRun(t, dir, nil, "config", "extra")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "unexpected arguments")
+
+	r = configRun(t, dir, nil, "help")
+	require.Equal(t, 0, r.code)
+	require.Contains(t, r.stdout, "  config ")
+}

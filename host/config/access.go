@@ -1,0 +1,76 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weirhost/weir/host"
+)
+
+// HostRoute returns the named route as the agent loop's host.Route.
+func (c *Config) HostRoute(name string) (host.Route, error) {
+	r, ok := c.Models[name]
+	if !ok {
+		return host.Route{}, fmt.Errorf("config: no route named %q (routes: %s)", name, strings.Join(sortedKeys(c.Models), ", "))
+	}
+	return host.Route{Provider: r.Provider, Model: r.Model, ContextWindow: r.ContextWindow,
+		MaxTokens: r.MaxTokens, InHistory: r.SystemPromptUpdate == "in-history"}, nil
+}
+
+// Sections returns the prompt sections for a route: Prompt.Sections with
+// that route's perModel override merged by key (a known key replaces the
+// text in place, a new key is appended).
+func (c *Config) Sections(route string) []host.Section {
+	out := make([]host.Section, len(c.Prompt.Sections))
+	for i, s := range c.Prompt.Sections {
+		out[i] = host.Section{Key: s.Key, Text: s.Text}
+	}
+	for _, s := range c.Prompt.PerModel[route].Sections {
+		i := slices.IndexFunc(out, func(o host.Section) bool { return o.Key == s.Key })
+		if i >= 0 {
+			out[i].Text = s.Text
+		} else {
+			out = append(out, host.Section{Key: s.Key, Text: s.Text})
+		}
+	}
+	return out
+}
+
+// Plugin returns the named plugin.
+func (c *Config) Plugin(name string) (Plugin, bool) {
+	i := slices.IndexFunc(c.Plugins, func(p Plugin) bool { return p.Name == name })
+	if i < 0 {
+		return Plugin{}, false
+	}
+	return c.Plugins[i], true
+}
+
+// Enabled returns the enabled plugins of a role, in order.
+func (c *Config) Enabled(role string) []Plugin {
+	var out []Plugin
+	for _, p := range c.Plugins {
+		if p.Enabled && p.Role == role {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Builtin reports whether the plugin is a first-party one run natively
+// (no path).
+func (p Plugin) Builtin() bool { return p.Path == "" }
+
+// Timeout is the call deadline of a role's plugins.
+func (s Sandbox) Timeout(role string) time.Duration {
+	switch role {
+	case RoleSystemPrompt:
+		return s.CallTimeout.Prompt
+	case RoleCompaction:
+		return s.CallTimeout.Compaction
+	case RoleTokenMeter:
+		return s.CallTimeout.Meter
+	}
+	return 0
+}

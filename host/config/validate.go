@@ -1,0 +1,252 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weirhost/weir/plugins/compaction-basic/compact"
+)
+
+// envNameRE is what an environment variable name looks like.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// wasmMagic starts every WebAssembly binary module.
+var wasmMagic = []byte("\x00asm")
+
+// fail reports a problem with the value at id unless its type check
+// already failed. The key is the file's spelling when the value came from
+// the file, else the effective key.
+func (l *loader) fail(id path, format string, args ...any) {
+	if l.isBad(id) {
+		return
+	}
+	src := l.blame(id)
+	key := l.effective(id)
+	if src.Key != "" {
+		key, src.Key = src.Key, ""
+	}
+	l.add(&Problem{Key: key, Reason: fmt.Sprintf(format, args...), Source: src})
+}
+
+// validate checks the decoded configuration as a whole and reads the
+// prompt section files.
+func (l *loader) validate(c *Config) {
+	routes := sortedKeys(c.Models)
+	switch {
+	case c.Model == "":
+		l.fail(path{"model"}, "is required: name the default route (one of %s)", strings.Join(routes, ", "))
+	case c.Models[c.Model] == nil:
+		l.fail(path{"model"}, "%q is not a configured route%s; use one of %s or add models.%s",
+			c.Model, suggestion(c.Model, routes), strings.Join(routes, ", "), c.Model)
+	}
+	for _, name := range routes {
+		l.route(path{"models", name}, c.Models[name])
+	}
+	l.sections(path{"prompt", "sections"}, c.Prompt.Sections)
+	for _, name := range sortedKeys(c.Prompt.PerModel) {
+		id := path{"prompt", "perModel", name}
+		if c.Models[name] == nil {
+			l.fail(id, "%q is not a configured route%s; perModel keys are route names (%s)",
+				name, suggestion(name, routes), strings.Join(routes, ", "))
+		}
+		l.sections(id.with("sections"), c.Prompt.PerModel[name].Sections)
+	}
+	l.plugins(c.Plugins)
+	l.sandbox(&c.Sandbox)
+	if strings.TrimSpace(c.Sessions.Dir) == "" {
+		l.fail(path{"sessions", "dir"}, "is required: give the folder for session files (default %q)", ".weir/sessions")
+	}
+	if !slices.Contains(LogLevels, c.Log.Level) {
+		l.fail(path{"log", "level"}, "%q is not a log level; use %s", c.Log.Level, oneOf(LogLevels))
+	}
+	if !slices.Contains(LogFormats, c.Log.Format) {
+		l.fail(path{"log", "format"}, "%q is not a log format; use %s", c.Log.Format, oneOf(LogFormats))
+	}
+}
+
+func (l *loader) route(id path, r *Route) {
+	if r.Provider == "" {
+		l.fail(id.with("provider"), "is required: name the provider recorded in the log (e.g. deepseek, openai, offline)")
+	}
+	if r.Model == "" {
+		l.fail(id.with("model"), "is required: give the provider's model name (or offline:SCRIPT.json for the offline provider)")
+	}
+	if r.Provider != "offline" {
+		if r.BaseURL == "" {
+			l.fail(id.with("baseURL"), "is required for provider %q: give the OpenAI-compatible API base, e.g. https://api.deepseek.com", r.Provider)
+		} else if u, err := url.Parse(r.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			l.fail(id.with("baseURL"), "%q is not an http(s) URL; give the API base, e.g. https://api.deepseek.com", r.BaseURL)
+		}
+	}
+	if r.APIKeyEnv != "" && !envNameRE.MatchString(r.APIKeyEnv) {
+		l.fail(id.with("apiKeyEnv"), "is not an environment variable name: it names the variable that holds the key "+
+			"(e.g. DEEPSEEK_API_KEY), never the key itself; put the key in that variable")
+	}
+	if r.ContextWindow <= 0 {
+		l.fail(id.with("contextWindow"), "must be a positive number of tokens, got %d; give the model's context window (e.g. 128000)", r.ContextWindow)
+	} else if r.MaxTokens >= r.ContextWindow {
+		l.fail(id.with("maxTokens"), "%d must be below contextWindow %d: the completion must leave room for the prompt; lower maxTokens (0 leaves it to the provider)",
+			r.MaxTokens, r.ContextWindow)
+	}
+	if r.MaxTokens < 0 {
+		l.fail(id.with("maxTokens"), "must not be negative, got %d; use 0 to leave the cap to the provider", r.MaxTokens)
+	}
+	if !slices.Contains(Tokenizers, r.Tokenizer) {
+		l.fail(id.with("tokenizer"), "%q is not a tokenizer%s; use %s", r.Tokenizer, suggestion(r.Tokenizer, Tokenizers), oneOf(Tokenizers))
+	}
+	if !slices.Contains(SystemPromptUpdates, r.SystemPromptUpdate) {
+		l.fail(id.with("systemPromptUpdate"), "%q is not a prompt update mode%s; use %s",
+			r.SystemPromptUpdate, suggestion(r.SystemPromptUpdate, SystemPromptUpdates), oneOf(SystemPromptUpdates))
+	}
+}
+
+// sections checks a section list and reads its files into Text.
+func (l *loader) sections(id path, ss []Section) {
+	seen := map[string]int{}
+	for i := range ss {
+		s := &ss[i]
+		eid := id.with(index(i))
+		switch first, dup := seen[s.Key]; {
+		case s.Key == "":
+			l.fail(eid.with("key"), "is required: give each section a unique key (e.g. base, style)")
+		case dup:
+			l.fail(eid.with("key"), "%q is used twice (also %s); give each section its own key", s.Key, id.with(index(first)))
+		default:
+			seen[s.Key] = i
+		}
+		switch {
+		case s.Text != "" && s.File != "":
+			l.fail(eid.with("file"), "is given together with text; keep one of text and file")
+		case s.Text == "" && s.File == "":
+			l.fail(eid.with("text"), "is required: give the section's text, or a file holding it")
+		case s.File != "":
+			p := s.File
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(l.dirOf(eid.with("file")), p)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				l.fail(eid.with("file"), "cannot be read (%v); check the path (a relative path starts at the directory of the file that names it)", unwrapPath(err))
+				continue
+			}
+			s.File, s.Text = p, string(b)
+		}
+	}
+}
+
+func unwrapPath(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}
+
+func (l *loader) plugins(ps []Plugin) {
+	single := map[string]string{}
+	for i := range ps {
+		p := &ps[i]
+		id := path{"plugins", p.Name}
+		builtinRole, first := builtinRole(p.Name)
+		switch {
+		case p.Role == "":
+			l.fail(id.with("role"), "is required: say what the plugin provides (%s)", oneOf(Roles))
+		case !slices.Contains(Roles, p.Role):
+			l.fail(id.with("role"), "%q is not a role%s; use %s", p.Role, suggestion(p.Role, Roles), oneOf(Roles))
+		case p.Path == "" && first && p.Role != builtinRole:
+			l.fail(id.with("role"), "the first-party %s plugin has role %q, not %q; remove the role or give the path of another plugin",
+				p.Name, builtinRole, p.Role)
+		}
+		if p.Path == "" {
+			if !first {
+				l.fail(id.with("path"), "is required: %q is not a first-party plugin (%s); give the path of its .wasm file",
+					p.Name, oneOf(builtinNames()))
+			} else if p.Name == PluginCompactionBasic {
+				if _, err := compact.ParseConfig(p.Config); err != nil {
+					l.fail(id.with("config"), "%v; see the compaction-basic keys in docs/config.md", err)
+				}
+			}
+		} else {
+			l.wasm(id.with("path"), p)
+		}
+		if p.Enabled && (p.Role == RoleSystemPrompt || p.Role == RoleTokenMeter) {
+			if other, dup := single[p.Role]; dup {
+				l.fail(id.with("enabled"), "a second enabled %s plugin (%q is one already); only one may run: disable one of them",
+					p.Role, other)
+			} else {
+				single[p.Role] = p.Name
+			}
+		}
+	}
+}
+
+// wasm checks a plugin path and resolves it.
+func (l *loader) wasm(id path, p *Plugin) {
+	full := p.Path
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(l.dirOf(id), full)
+	}
+	st, err := os.Stat(full)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		l.fail(id, "%s does not exist; build the plugin or fix the path (a relative path starts at the directory of the file that names it)", full)
+		return
+	case err != nil:
+		l.fail(id, "cannot be read: %v", unwrapPath(err))
+		return
+	case !st.Mode().IsRegular():
+		l.fail(id, "%s is not a file; give the path of the plugin's .wasm file", full)
+		return
+	}
+	f, err := os.Open(full)
+	if err != nil {
+		l.fail(id, "cannot be read: %v", unwrapPath(err))
+		return
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, wasmMagic) {
+		l.fail(id, "%s is not a WebAssembly module (no \\0asm header); give the path of the plugin's .wasm file", full)
+		return
+	}
+	p.Path = full
+}
+
+func (l *loader) sandbox(s *Sandbox) {
+	id := path{"sandbox"}
+	if s.MemoryLimitMiB < 4 || s.MemoryLimitMiB > 4096 {
+		l.fail(id.with("memoryLimitMiB"), "must be between 4 and 4096, got %d: a Go guest needs 4 MiB to start and wasm32 addresses at most 4096 MiB", s.MemoryLimitMiB)
+	}
+	if s.OutputLimitKiB <= 0 || s.OutputLimitKiB > 1<<20 {
+		l.fail(id.with("outputLimitKiB"), "must be between 1 and 1048576 (1 GiB), got %d", s.OutputLimitKiB)
+	}
+	timeouts := []struct {
+		name string
+		d    time.Duration
+	}{{"prompt", s.CallTimeout.Prompt}, {"compaction", s.CallTimeout.Compaction}, {"meter", s.CallTimeout.Meter}}
+	for _, t := range timeouts {
+		if t.d <= 0 {
+			l.fail(id.with("callTimeout", t.name), "must be a positive duration, got %s; e.g. \"2s\"", t.d)
+		}
+	}
+	switch {
+	case s.StepBudget <= 0:
+		l.fail(id.with("stepBudget"), "must be a positive duration, got %s; e.g. \"150s\"", s.StepBudget)
+	default:
+		for _, t := range timeouts {
+			if t.d > s.StepBudget {
+				l.fail(id.with("stepBudget"), "%s is shorter than callTimeout.%s %s: a step could not finish one call; raise stepBudget or lower the timeout",
+					s.StepBudget, t.name, t.d)
+			}
+		}
+	}
+}
