@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -114,15 +116,16 @@ func runCmd(e *env, args []string) error {
 		return usagef("%v", err)
 	}
 	prompt := strings.Join(fs.Args(), " ")
-	if prompt == "" {
+	interactive := prompt == "" && isTerminal(e.stdin)
+	if prompt == "" && !interactive {
 		b, err := io.ReadAll(e.stdin)
 		if err != nil {
 			return err
 		}
 		prompt = strings.TrimSpace(string(b))
-	}
-	if prompt == "" {
-		return usagef("give a prompt as arguments or on standard input")
+		if prompt == "" {
+			return usagef("give a prompt as arguments or on standard input")
+		}
 	}
 	cfg, err := o.load()
 	if err != nil {
@@ -163,9 +166,12 @@ func runCmd(e *env, args []string) error {
 			tokenLine(e.stderr, tokens, route.ContextWindow)
 		}
 	})
+	s.Log().Observe(out.event)
+	if interactive {
+		return chat(e, a, out, path)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	s.Log().Observe(out.event)
 	res, err := a.Run(ctx, a.UserMessage(prompt))
 	out.finish()
 	if err != nil {
@@ -176,6 +182,76 @@ func runCmd(e *env, args []string) error {
 		return errSilent
 	}
 	return nil
+}
+
+// isTerminal reports whether r is an interactive terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// chat is the interactive prompt loop: one turn per line. Ctrl-C cancels the
+// running step (the log records the cancellation); Ctrl-C at the prompt, an
+// end of input or "/exit" leaves.
+func chat(e *env, a *host.Agent, out *printer, path string) error {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(e.stdin)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	fmt.Fprintf(e.stderr, "session %s · Ctrl-C cancels a step, Ctrl-C at the prompt or /exit leaves\n", path)
+	for {
+		fmt.Fprint(e.stderr, "> ")
+		var line string
+		select {
+		case <-sig:
+			fmt.Fprintln(e.stderr)
+			return nil
+		case l, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(e.stderr)
+				return nil
+			}
+			line = strings.TrimSpace(l)
+		}
+		switch line {
+		case "":
+			continue
+		case "/exit", "/quit":
+			return nil
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-sig:
+				cancel(errors.New("cancelled with Ctrl-C"))
+			case <-done:
+			}
+		}()
+		fmt.Fprint(e.stderr, "  …\r")
+		res, err := a.Run(ctx, a.UserMessage(line))
+		close(done)
+		cancel(nil)
+		out.finish()
+		if err != nil {
+			return err
+		}
+		if res.Reason.Kind != surface.EndCompleted {
+			fmt.Fprintf(e.stderr, "turn %d: %s\n", res.Turn, describeEnd(res.Reason))
+		}
+	}
 }
 
 func describeEnd(r surface.EndReason) string {
