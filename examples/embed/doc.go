@@ -1,0 +1,4 @@
+// Package embed shows a Go program that embeds Weir's host as a library:
+// its own Go tool, the offline model, the default providers, and a session
+// kept in memory. See example_test.go; "go test ./examples/embed" runs it.
+package embed

@@ -1,0 +1,81 @@
+package embed_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/surface"
+)
+
+// A program brings its own tools: here, one that upper-cases text.
+var shout = &host.FuncTool{
+	ToolName:    "shout",
+	Description: "Return the text in capital letters.",
+	Parameters:  jsontext.Value(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	Fn: func(_ context.Context, args string) (string, error) {
+		return strings.ToUpper(args), nil
+	},
+}
+
+// The offline model plays a script: call the tool, then answer.
+const script = `{"replies": [
+  {"toolCalls": [{"id": "call-1", "name": "shout", "arguments": {"text": "hello"}}]},
+  {"text": "Done: the tool shouted for me."}
+]}`
+
+func Example() {
+	model, err := llm.ParseScript([]byte(script))
+	if err != nil {
+		panic(err)
+	}
+	// A session in memory; host.OpenFile keeps one in a durable file instead.
+	s := host.NewSession("embedded", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
+	agent, err := host.NewAgent(s, host.Config{
+		Route:    host.Route{Provider: "offline", Model: "script", ContextWindow: 8192},
+		Model:    llm.NewScripted(model),
+		Prompt:   &host.SectionPrompt{},
+		Sections: []host.Section{{Key: "base", Text: "You are terse."}},
+		Tools:    []host.Tool{shout},
+	})
+	if err != nil {
+		panic(err)
+	}
+	res, err := agent.Run(context.Background(), agent.UserMessage("Say hello loudly."))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("turn", res.Turn, res.Reason.Kind, "in", res.Steps, "steps")
+	for _, m := range s.Log().Messages() {
+		fmt.Printf("%-9s %s\n", m.Role, describe(m))
+	}
+	// Every request is a pure function of the log.
+	req, _ := host.BuildRequest(s.Log(), s.ID())
+	fmt.Println("next request:", len(req.Messages), "messages, first is", req.Messages[0].Role)
+	// Output:
+	// turn 1 completed in 2 steps
+	// system    You are terse.
+	// user      Say hello loudly.
+	// assistant → shout({"text":"hello"})
+	// user      ← {"TEXT":"HELLO"}
+	// assistant Done: the tool shouted for me.
+	// next request: 5 messages, first is system
+}
+
+func describe(m *surface.Message) string {
+	var parts []string
+	for _, b := range m.Content {
+		switch b.Type {
+		case surface.BlockText:
+			parts = append(parts, b.Text)
+		case surface.BlockToolCall:
+			parts = append(parts, fmt.Sprintf("→ %s(%s)", b.Name, b.Arguments))
+		case surface.BlockToolResult:
+			parts = append(parts, "← "+surface.TextOf(b.Content))
+		}
+	}
+	return strings.Join(parts, " ")
+}
