@@ -129,7 +129,7 @@ func BenchmarkInstantiate(b *testing.B) {
 var payloads = []struct {
 	name string
 	size int
-}{{"1KiB", 1 << 10}, {"64KiB", 64 << 10}, {"1MiB", 1 << 20}}
+}{{"0B", 0}, {"1KiB", 1 << 10}, {"64KiB", 64 << 10}, {"1MiB", 1 << 20}}
 
 // BenchmarkRoundTrip is one prompt.render on a warm instance: the host
 // encodes a request carrying the payload, the guest decodes it and returns

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -204,6 +205,23 @@ func TestHostileAlongsideBenign(t *testing.T) {
 		t.Error(err)
 	}
 	require.LessOrEqual(t, benign.Stats().Started, uint64(2), "at most WithMaxInstances instances")
+}
+
+// Failed calls leave no goroutines behind (wazero's context watchers, the
+// deadline timers).
+func TestNoGoroutineLeaks(t *testing.T) {
+	loop := plugintest.LoadBytes(t, "loop", module(t, "hostile/loop"), plugin.WithDeadline(abi.KindSystemPrompt, 20*time.Millisecond))
+	benign := loadBenign(t)
+	_, _ = benign.RenderPrompt(context.Background(), nil, goodReq) // warm up
+	before := runtime.NumGoroutine()
+	for range 5 {
+		_, err := loop.RenderPrompt(context.Background(), nil, hostileReq)
+		require.ErrorIs(t, err, plugin.ErrDeadline)
+		_, err = benign.RenderPrompt(context.Background(), nil, goodReq)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before },
+		5*time.Second, 10*time.Millisecond, "goroutines: %d before, %d after", before, runtime.NumGoroutine())
 }
 
 func errString(err error) string {

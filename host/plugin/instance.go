@@ -69,9 +69,9 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 			Detail: "module speaks ABI version " + strconv.FormatUint(uint64(v), 10) +
 				", the host speaks version " + strconv.FormatUint(uint64(abi.Major), 10)}
 	}
-	init := abi.InitRequest{Plugin: p.name, Config: p.cfg.config, AbiMajor: abi.Major, AbiMinor: abi.Minor}
+	req := abi.InitRequest{Plugin: p.name, Config: p.cfg.config, AbiMajor: abi.Major, AbiMinor: abi.Minor}
 	var res abi.InitResult
-	if err, _ := in.call(ctx, nil, abi.MethodInit, init.Encode, res.Decode); err != nil {
+	if err, _ := in.call(ctx, nil, abi.MethodInit, req.Encode, res.Decode); err != nil {
 		in.close()
 		err.Replaced = false // nothing was in service yet
 		return nil, err

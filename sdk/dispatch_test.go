@@ -1,0 +1,251 @@
+package sdk
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/sdk/abi"
+)
+
+// fakeHost answers host queries from memory, honouring the (buf, limit)
+// protocol: nothing is written when the buffer is too small.
+type fakeHost struct {
+	noHost
+	nodes    abi.NodeList
+	lastErr  string
+	calls    int
+	growing  bool // answer a larger size every time
+	failWith int32
+}
+
+func (f *fakeHost) surfaceNodes(buf []byte) int32 {
+	f.calls++
+	if f.failWith != 0 {
+		f.lastErr = "surface is locked"
+		return f.failWith
+	}
+	data := f.nodes.Encode(nil)
+	if f.growing {
+		return int32(len(buf) + 10)
+	}
+	if len(data) > len(buf) {
+		return int32(len(data))
+	}
+	return int32(copy(buf, data))
+}
+
+func (f *fakeHost) lastError(buf []byte) int32 {
+	if len(f.lastErr) > len(buf) {
+		return int32(len(f.lastErr))
+	}
+	return int32(copy(buf, f.lastErr))
+}
+
+type testPrompt struct {
+	render func(h *Host, req *RenderRequest) (string, error)
+}
+
+func (p testPrompt) RenderPrompt(h *Host, req *RenderRequest) (string, error) {
+	return p.render(h, req)
+}
+
+func decodeFrame(t *testing.T, frame []byte) abi.Response {
+	t.Helper()
+	var r abi.Response
+	require.NoError(t, r.Decode(frame))
+	return r
+}
+
+func initFrame(major uint32, config string) []byte {
+	return (&abi.InitRequest{AbiMajor: major, Config: []byte(config)}).Encode(nil)
+}
+
+func newTestDispatcher(t *testing.T, p Plugin, raw hostABI) *dispatcher {
+	t.Helper()
+	d := newDispatcher(p, raw)
+	require.Equal(t, abi.StatusOK, decodeFrame(t, d.call(abi.MethodInit, initFrame(abi.Major, ""))).Status)
+	return d
+}
+
+func TestDescribeAndInit(t *testing.T) {
+	var got []byte
+	d := newDispatcher(Plugin{
+		Name: "p", Version: "2.1",
+		Configure:    func(c []byte) error { got = c; return nil },
+		SystemPrompt: testPrompt{},
+		Meter:        nil,
+	}, noHost{})
+	r := decodeFrame(t, d.call(abi.MethodDescribe, nil))
+	require.Equal(t, abi.StatusOK, r.Status)
+	var desc abi.Description
+	require.NoError(t, desc.Decode(r.Result))
+	require.Equal(t, abi.Description{Name: "p", Version: "2.1", Kinds: []abi.Kind{abi.KindSystemPrompt}, AbiMinor: abi.Minor, Sdk: Version}, desc)
+
+	r = decodeFrame(t, d.call(abi.MethodPromptRender, nil))
+	require.Equal(t, abi.StatusBadRequest, r.Status)
+	require.Equal(t, "prompt.render called before init", r.Error)
+
+	r = decodeFrame(t, d.call(abi.MethodInit, initFrame(abi.Major+1, "")))
+	require.Equal(t, abi.StatusBadRequest, r.Status)
+	require.Equal(t, "host speaks ABI major 2, plugin was built for 1", r.Error)
+
+	in := initFrame(abi.Major, `{"a":1}`)
+	r = decodeFrame(t, d.call(abi.MethodInit, in))
+	require.Equal(t, abi.StatusOK, r.Status)
+	require.Equal(t, `{"a":1}`, string(got))
+	in[len(in)-2] = 'X' // the plugin got a copy, not the input buffer
+	require.Equal(t, `{"a":1}`, string(got))
+}
+
+func TestConfigureError(t *testing.T) {
+	d := newDispatcher(Plugin{Configure: func([]byte) error { return errors.New("bad key") }, SystemPrompt: testPrompt{}}, noHost{})
+	r := decodeFrame(t, d.call(abi.MethodInit, initFrame(abi.Major, "{}")))
+	require.Equal(t, abi.StatusPluginError, r.Status)
+	require.Equal(t, "configure: bad key", r.Error)
+}
+
+func TestRenderFrames(t *testing.T) {
+	for _, size := range []int{0, 1, 100, 127, 128, 5000, 20000, 1 << 20} {
+		text := strings.Repeat("z", size)
+		d := newTestDispatcher(t, Plugin{SystemPrompt: testPrompt{render: func(h *Host, req *RenderRequest) (string, error) {
+			return req.Sections[0].Text, nil
+		}}}, noHost{})
+		frame := d.call(abi.MethodPromptRender, (&abi.RenderRequest{Sections: []abi.Section{{Text: text}}}).Encode(nil))
+		r := decodeFrame(t, frame)
+		require.Equal(t, abi.StatusOK, r.Status, "size %d", size)
+		var res abi.RenderResult
+		require.NoError(t, res.Decode(r.Result))
+		require.Equal(t, text, res.Prompt, "size %d", size)
+		if size > 0 {
+			require.Same(t, &d.out[len(d.out)-1], &frame[len(frame)-1], "the frame is written in place in the output buffer")
+		}
+	}
+}
+
+func TestPanicBecomesErrorFrame(t *testing.T) {
+	d := newTestDispatcher(t, Plugin{SystemPrompt: testPrompt{render: func(h *Host, req *RenderRequest) (string, error) {
+		var m map[string]int
+		m["x"] = 1 // nil map write
+		return "", nil
+	}}}, noHost{})
+	r := decodeFrame(t, d.call(abi.MethodPromptRender, nil))
+	require.Equal(t, abi.StatusPanic, r.Status)
+	require.Regexp(t, `^assignment to entry in nil map \(at github\.com/weirhost/weir/sdk\.TestPanicBecomesErrorFrame\.func1 \S+dispatch_test\.go:\d+\)$`, r.Error)
+
+	// The dispatcher keeps working after a recovered panic.
+	d.plugin.SystemPrompt = testPrompt{render: func(*Host, *RenderRequest) (string, error) { return "fine", nil }}
+	require.Equal(t, abi.StatusOK, decodeFrame(t, d.call(abi.MethodPromptRender, nil)).Status)
+}
+
+func TestStatuses(t *testing.T) {
+	d := newTestDispatcher(t, Plugin{SystemPrompt: testPrompt{render: func(*Host, *RenderRequest) (string, error) {
+		return "", errors.New("template missing")
+	}}}, noHost{})
+	cases := []struct {
+		method abi.Method
+		in     []byte
+		status abi.Status
+		text   string
+	}{
+		{abi.MethodPromptRender, nil, abi.StatusPluginError, "template missing"},
+		{abi.MethodPromptRender, []byte{0x0a, 0x09}, abi.StatusBadRequest, "decode RenderRequest field 1: unexpected end of data"},
+		{abi.MethodCompactionPreStep, nil, abi.StatusUnsupported, "plugin is not a compaction provider"},
+		{abi.MethodMeterMeasure, nil, abi.StatusUnsupported, "plugin is not a token-meter provider"},
+		{abi.Method(99), nil, abi.StatusUnsupported, "unknown method method(99)"},
+	}
+	for _, tc := range cases {
+		r := decodeFrame(t, d.call(tc.method, tc.in))
+		require.Equal(t, tc.status, r.Status, tc.method.String())
+		require.Equal(t, tc.text, r.Error)
+	}
+}
+
+type testCompaction struct {
+	res *CompactionResult
+}
+
+func (c testCompaction) PreStep(*Host, *CompactionRequest) (*CompactionResult, error) {
+	return c.res, nil
+}
+func (c testCompaction) Manual(*Host, *CompactionRequest) (*CompactionResult, error) {
+	return c.res, nil
+}
+func (c testCompaction) Overflow(*Host, *CompactionRequest) (*CompactionResult, error) {
+	return c.res, nil
+}
+
+func TestCompactionResults(t *testing.T) {
+	d := newTestDispatcher(t, Plugin{Compaction: testCompaction{}}, noHost{})
+	r := decodeFrame(t, d.call(abi.MethodCompactionManual, nil))
+	require.Equal(t, abi.Response{}, r, "nil result: empty ok frame")
+
+	d.plugin.Compaction = testCompaction{res: &CompactionResult{Proposals: make([]Proposal, abi.MaxProposals+1)}}
+	r = decodeFrame(t, d.call(abi.MethodCompactionOverflow, nil))
+	require.Equal(t, abi.StatusPluginError, r.Status)
+	require.Equal(t, "more than 1024 proposals", r.Error)
+}
+
+type nilMeter struct{}
+
+func (nilMeter) Observe(*Host, *ObserveRequest) ([]byte, error)       { return nil, nil }
+func (nilMeter) Measure(*Host, *MeasureRequest) (*Measurement, error) { return nil, nil }
+
+func TestMeasureNeedsAResult(t *testing.T) {
+	d := newTestDispatcher(t, Plugin{Meter: nilMeter{}}, noHost{})
+	r := decodeFrame(t, d.call(abi.MethodMeterMeasure, nil))
+	require.Equal(t, abi.StatusPluginError, r.Status)
+	require.Equal(t, "Measure returned no measurement", r.Error)
+	r = decodeFrame(t, d.call(abi.MethodMeterObserve, nil))
+	require.Equal(t, abi.Response{}, r, "an empty state is an empty result")
+}
+
+func TestHostQueryGrowsBuffer(t *testing.T) {
+	f := &fakeHost{}
+	for i := range 50 {
+		f.nodes.Nodes = append(f.nodes.Nodes, abi.Node{Seq: int64(i), Type: "user/message", Role: "user", ContentHash: []byte{byte(i)}, Tokens: 3, HasTokens: true})
+	}
+	h := &Host{raw: f}
+	nodes, err := h.SurfaceNodes()
+	require.NoError(t, err)
+	require.Equal(t, 2, f.calls, "one call to learn the size, one to fetch")
+	require.Len(t, nodes, 50)
+	require.Equal(t, f.nodes.Nodes[49], nodes[49])
+	h.buf[len(h.buf)-1] ^= 0xff // results are owned, not views of the shared buffer
+	require.Equal(t, []byte{49}, nodes[49].ContentHash)
+
+	f.calls = 0
+	_, err = h.SurfaceNodes()
+	require.NoError(t, err)
+	require.Equal(t, 1, f.calls, "the grown buffer is reused")
+}
+
+func TestHostQueryErrors(t *testing.T) {
+	f := &fakeHost{failWith: abi.HostNotGranted}
+	h := &Host{raw: f}
+	_, err := h.SurfaceNodes()
+	require.ErrorIs(t, err, ErrNotGranted)
+	require.EqualError(t, err, "host surface_nodes: not granted: surface is locked")
+
+	f.lastErr = strings.Repeat("r", 600) // longer than the first last_error buffer
+	f.failWith = abi.HostFailed
+	_, err = h.SurfaceNodes()
+	require.ErrorIs(t, err, ErrHostFailed)
+	require.Equal(t, "host surface_nodes: host failed: "+f.lastErr, err.Error())
+
+	f.failWith, f.growing = 0, true
+	_, err = h.SurfaceNodes()
+	require.EqualError(t, err, "host surface_nodes: host failed: result size kept changing between attempts")
+
+	_, err = (&Host{raw: noHost{}}).CountTokens("t", "x")
+	require.ErrorIs(t, err, ErrNotGranted)
+	require.EqualError(t, err, "host count_tokens: not granted")
+}
+
+func TestRegister(t *testing.T) {
+	defer func() { registered = nil }()
+	require.PanicsWithValue(t, "sdk: Register: plugin empty sets no provider", func() { Register(Plugin{Name: "empty"}) })
+	Register(Plugin{Name: "a", SystemPrompt: testPrompt{}})
+	require.PanicsWithValue(t, "sdk: Register called twice", func() { Register(Plugin{Name: "b", SystemPrompt: testPrompt{}}) })
+}

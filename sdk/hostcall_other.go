@@ -1,0 +1,5 @@
+//go:build !wasip1
+
+package sdk
+
+func wasmHost() hostABI { return noHost{} }

@@ -1,0 +1,90 @@
+package sdk
+
+import "github.com/weirhost/weir/sdk/abi"
+
+// Version identifies this SDK in Description.Sdk.
+const Version = "weir-go-sdk/1.0"
+
+// Request and result types, shared with the host through package abi.
+type (
+	RenderRequest     = abi.RenderRequest
+	Section           = abi.Section
+	Route             = abi.Route
+	KeyValue          = abi.KeyValue
+	CompactionRequest = abi.CompactionRequest
+	CompactionResult  = abi.CompactionResult
+	Proposal          = abi.Proposal
+	Intent            = abi.Intent
+	ObserveRequest    = abi.ObserveRequest
+	Event             = abi.Event
+	MeasureRequest    = abi.MeasureRequest
+	Measurement       = abi.Measurement
+	NodeTokens        = abi.NodeTokens
+	Node              = abi.Node
+	Generations       = abi.Generations
+	SummarizeRequest  = abi.SummarizeRequest
+	SummarizeResult   = abi.SummarizeResult
+)
+
+// SystemPromptProvider renders the system prompt from the host's assembly.
+type SystemPromptProvider interface {
+	RenderPrompt(h *Host, req *RenderRequest) (string, error)
+}
+
+// CompactionProvider proposes compactions. PreStep runs before each step,
+// Manual when a user asks for compaction, Overflow when the model refused a
+// request as too long. A nil result proposes nothing and keeps the state.
+type CompactionProvider interface {
+	PreStep(h *Host, req *CompactionRequest) (*CompactionResult, error)
+	Manual(h *Host, req *CompactionRequest) (*CompactionResult, error)
+	Overflow(h *Host, req *CompactionRequest) (*CompactionResult, error)
+}
+
+// TokenMeter counts the session's tokens. Observe folds newly committed
+// events into the state blob and returns the new blob; Measure answers from
+// the state blob.
+type TokenMeter interface {
+	Observe(h *Host, req *ObserveRequest) (state []byte, err error)
+	Measure(h *Host, req *MeasureRequest) (*Measurement, error)
+}
+
+// Plugin is what a plugin registers. At least one provider must be set.
+type Plugin struct {
+	Name    string
+	Version string
+	// Configure receives the plugin configuration (JSON, possibly empty) once
+	// per instance, before any provider call. An error fails the load.
+	Configure func(config []byte) error
+
+	SystemPrompt SystemPromptProvider
+	Compaction   CompactionProvider
+	Meter        TokenMeter
+}
+
+func (p *Plugin) kinds() []abi.Kind {
+	var ks []abi.Kind
+	if p.SystemPrompt != nil {
+		ks = append(ks, abi.KindSystemPrompt)
+	}
+	if p.Compaction != nil {
+		ks = append(ks, abi.KindCompaction)
+	}
+	if p.Meter != nil {
+		ks = append(ks, abi.KindTokenMeter)
+	}
+	return ks
+}
+
+var registered *dispatcher
+
+// Register installs the plugin. Call it exactly once, from an init function
+// of the main package. It panics on a second call or when no provider is set.
+func Register(p Plugin) {
+	if registered != nil {
+		panic("sdk: Register called twice")
+	}
+	if len(p.kinds()) == 0 {
+		panic("sdk: Register: plugin " + p.Name + " sets no provider")
+	}
+	registered = newDispatcher(p, wasmHost())
+}
