@@ -18,6 +18,10 @@ type Decoder struct {
 	// changes nothing observable: admission reports the same errors at the
 	// same event.
 	Prepare bool
+	// Alias lets decoded events share the line's memory instead of copying
+	// their data. Set it only when the caller never modifies or reuses the
+	// bytes it passes to Decode.
+	Alias bool
 
 	keys, dataKeys [][]byte // reused by the parsers
 }
@@ -122,7 +126,10 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 					return
 				}
 			}
-			ev.Data, hasData = bytes.Clone(line[start:p.i]), true
+			ev.Data, hasData = line[start:p.i:p.i], true
+			if !d.Alias {
+				ev.Data = bytes.Clone(ev.Data)
+			}
 			ev.checked = p.err == ""
 		case "surfaceOp":
 			p.value(1)

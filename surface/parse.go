@@ -21,6 +21,8 @@ type parser struct {
 	// envelope relaxes -0: the envelope's fields report it by their own
 	// rules (an invalid seq, an invalid replace op).
 	envelope bool
+	// esc is set by str when the string held an escape.
+	esc bool
 }
 
 const maxDepth = 512
@@ -33,12 +35,11 @@ func (p *parser) fail(rule Rule, msg string) {
 
 func (p *parser) ws() {
 	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
+		c := p.b[p.i]
+		if c > ' ' || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
 			return
 		}
+		p.i++
 	}
 }
 
@@ -55,7 +56,12 @@ func (p *parser) peek() byte {
 func (p *parser) value(depth int) {
 	switch p.peek() {
 	case '{':
-		p.object(depth, func([]byte) { p.value(depth + 1) })
+		base, ok := p.open(depth)
+		for first := ok; ok; first = false {
+			if _, ok = p.key(base, first); ok {
+				p.value(depth + 1)
+			}
+		}
 	case '[':
 		p.array(depth, func() { p.value(depth + 1) })
 	case '"':
@@ -85,59 +91,72 @@ func (p *parser) literal(word string) {
 // key (valid until fn returns) and the parser positioned at the value; fn
 // must consume exactly that value.
 func (p *parser) object(depth int, fn func(key []byte)) {
-	if depth > maxDepth {
-		p.fail(RuleEnvelope, "JSON nests too deeply")
-		return
+	base, ok := p.open(depth)
+	for first := ok; ok; first = false {
+		var key []byte
+		if key, ok = p.key(base, first); ok {
+			fn(key)
+		}
 	}
-	p.i++ // '{'
-	base := len(p.keys)
-	p.members(depth, base, fn)
-	p.keys = p.keys[:base]
 }
 
-func (p *parser) members(depth, base int, fn func(key []byte)) {
-	if p.peek() == '}' {
-		p.i++
-		return
+// open enters the object at p.i; its keys are tracked from base.
+func (p *parser) open(depth int) (base int, ok bool) {
+	if depth > maxDepth {
+		p.fail(RuleEnvelope, "JSON nests too deeply")
+		return 0, false
 	}
-	for p.err == "" {
-		if p.peek() != '"' {
-			p.fail(RuleEnvelope, "object key is not a string")
-			return
-		}
-		raw := p.str()
-		if p.err != "" {
-			return
-		}
-		key := raw[1 : len(raw)-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(str(raw))
-		}
-		for _, k := range p.keys[base:] {
-			if bytes.Equal(k, key) {
-				p.fail(RuleLossless, "duplicate key "+strconv.Quote(string(key)))
-				return
-			}
-		}
-		p.keys = append(p.keys, key)
-		if p.peek() != ':' {
-			p.fail(RuleEnvelope, "missing ':' after object key")
-			return
-		}
+	p.i++ // '{'
+	return len(p.keys), true
+}
+
+// key reads the next member's key and leaves the parser at its value, which
+// the caller must consume before asking for the next key. It returns false
+// at the end of the object (which it consumes) or on an error.
+func (p *parser) key(base int, first bool) ([]byte, bool) {
+	c := p.peek()
+	switch {
+	case c == '}':
 		p.i++
-		p.ws()
-		fn(key)
-		switch p.peek() {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return
-		default:
-			p.fail(RuleEnvelope, "missing ',' or '}' in object")
-			return
+		p.keys = p.keys[:base]
+		return nil, false
+	case !first && c == ',':
+		p.i++
+		c = p.peek()
+	case !first:
+		p.fail(RuleEnvelope, "missing ',' or '}' in object")
+		return nil, false
+	}
+	if p.err != "" {
+		return nil, false
+	}
+	if c != '"' {
+		p.fail(RuleEnvelope, "object key is not a string")
+		return nil, false
+	}
+	p.esc = false
+	raw := p.str()
+	if p.err != "" {
+		return nil, false
+	}
+	key := raw[1 : len(raw)-1]
+	if p.esc {
+		key = []byte(str(raw))
+	}
+	for _, k := range p.keys[base:] {
+		if string(k) == string(key) {
+			p.fail(RuleLossless, "duplicate key "+strconv.Quote(string(key)))
+			return nil, false
 		}
 	}
+	p.keys = append(p.keys, key)
+	if p.peek() != ':' {
+		p.fail(RuleEnvelope, "missing ':' after object key")
+		return nil, false
+	}
+	p.i++
+	p.ws()
+	return key, true
 }
 
 // array walks an array; fn must consume one element per call.
@@ -220,14 +239,17 @@ func (p *parser) str() []byte {
 		}
 		i++
 	}
+	end := -1 // the first quote at or after i, once searched
 	for {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			p.i = len(b)
-			p.fail(RuleEnvelope, "unterminated string")
-			return nil
+		if end < i {
+			j := bytes.IndexByte(b[i:], '"')
+			if j < 0 {
+				p.i = len(b)
+				p.fail(RuleEnvelope, "unterminated string")
+				return nil
+			}
+			end = i + j
 		}
-		end := i + j
 		k := bytes.IndexByte(b[i:end], '\\')
 		if k < 0 {
 			if !textOK(b[i:end]) {
@@ -244,6 +266,7 @@ func (p *parser) str() []byte {
 			return nil
 		}
 		i += k
+		p.esc = true
 		if i+1 >= len(b) {
 			p.i = i
 			p.fail(RuleEnvelope, "unterminated string")
