@@ -1,5 +1,7 @@
 package surface
 
+import "slices"
+
 // Admit validates a committed event (one read from storage, with its seq and
 // time already stamped) as the next event and folds it, exactly as Restore
 // does for each of its events. On error nothing changes.
@@ -27,4 +29,11 @@ func (l *Log) MarkSeed() ([]Event, error) {
 		return nil, err
 	}
 	return []Event{e}, nil
+}
+
+// Grow makes room for n more events, so that a loader admitting a known
+// number of events one by one does not reallocate the log as it grows.
+func (l *Log) Grow(n int) {
+	l.events = slices.Grow(l.events, n)
+	l.pay = slices.Grow(l.pay, n)
 }

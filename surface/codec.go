@@ -24,6 +24,7 @@ type Decoder struct {
 	Alias bool
 
 	keys, dataKeys [][]byte // reused by the parsers
+	slab           []prepared // prepared payloads are carved from here
 }
 
 // prepared is a payload parsed ahead of admission, or the error parsing it.
@@ -210,7 +211,11 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 		ev.Sources = src
 	}
 	if d.Prepare && Known(ev.Type) {
-		var pp prepared
+		if len(d.slab) == 0 {
+			d.slab = make([]prepared, 256)
+		}
+		pp := &d.slab[0]
+		d.slab = d.slab[1:]
 		if hasFacts {
 			pp.p, pp.err = payloadFrom(&ev, &facts)
 		} else {
@@ -223,7 +228,7 @@ func (d *Decoder) Decode(line []byte) (Event, error) {
 				pp.p.msgRaw = ev.Data[off : off+len(pp.p.msgRaw)]
 			}
 		}
-		ev.pre = &pp
+		ev.pre = pp
 	}
 	return ev, nil
 }

@@ -213,23 +213,28 @@ func read(r io.Reader, path string, cfg *config) (*Loaded, error) {
 		}
 	}()
 
-	// Collect the decoded events in order. Admission runs once all are
-	// decoded: surface.Restore sizes the log once, which costs less than
-	// growing it event by event while decoding still runs.
-	var (
-		parts  [][]surface.Event
-		total  int
-		badErr error
-	)
+	// Admit the decoded events in order while later blocks are still being
+	// decoded, into a log sized from the input's length when it is known.
+	log := surface.New(cfg.logOpts...)
+	if n := sizeHint(r); n > 0 {
+		log.Grow(int(n / 256))
+	}
+	var badErr error
 	for c := range order {
 		<-c.done
-		if !cfg.noAdmit {
-			parts = append(parts, c.evs)
-			total += len(c.evs)
+		if !cfg.noAdmit && badErr == nil {
+			for k, e := range c.evs {
+				if err := log.Admit(e); err != nil {
+					badErr = &LineError{Path: path, Line: c.line + k, Seq: seqOf(err), Err: err}
+					break
+				}
+			}
 		}
 		c.evs = nil
-		if c.err != nil {
+		if badErr == nil && c.err != nil {
 			badErr = c.err
+		}
+		if badErr != nil {
 			close(quit)
 			break
 		}
@@ -238,18 +243,6 @@ func read(r io.Reader, path string, cfg *config) (*Loaded, error) {
 	wg.Wait() // the workers end after the splitter closed work
 	if badErr == nil && readErr != nil {
 		return nil, fmt.Errorf("%s: read: %w", nameOf(path), readErr)
-	}
-	evs := make([]surface.Event, 0, total)
-	for i, p := range parts {
-		evs = append(evs, p...)
-		parts[i] = nil
-	}
-	// The first invalid line refuses the load: an admission error before a
-	// line that failed to decode wins over it.
-	log, err := surface.Restore(evs, cfg.logOpts...)
-	if err != nil {
-		seq := seqOf(err)
-		return nil, &LineError{Path: path, Line: int(seq) + 2, Seq: seq, Err: err}
 	}
 	if badErr != nil {
 		return nil, badErr
@@ -260,6 +253,19 @@ func read(r io.Reader, path string, cfg *config) (*Loaded, error) {
 	ld.Torn = int64(len(sp.carry))
 	ld.Log = log
 	return ld, nil
+}
+
+// sizeHint is the input's length when r is a file, else 0.
+func sizeHint(r io.Reader) int64 {
+	f, ok := r.(*os.File)
+	if !ok {
+		return 0
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	return st.Size()
 }
 
 func nameOf(path string) string {
