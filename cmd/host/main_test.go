@@ -179,3 +179,26 @@ func TestTokensCommand(t *testing.T) {
 	require.Equal(t, 2, bad.code)
 	require.Contains(t, bad.stderr, "unknown tokenizer")
 }
+
+func TestCompactCommand(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.jsonl")
+	script := "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
+	require.Equal(t, 0, runHost(t, dir, "", "run", "--model", script, "--session", file, "hello").code)
+	small := runHost(t, dir, "", "compact", "--model", script, file)
+	require.Equal(t, 1, small.code)
+	require.Contains(t, small.stderr, "summary is not smaller")
+	for _, q := range []string{"what files are here?", "and the time?", "hello again", "one more time?", "thanks"} {
+		require.Equal(t, 0, runHost(t, dir, "", "run", "--model", script, "--session", file, q).code)
+	}
+	r := runHost(t, dir, "", "compact", "--model", script, file)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "compaction receipt")
+	out := runHost(t, dir, "", "inspect", "--json", file)
+	var in inspectJSON
+	require.NoError(t, json.Unmarshal([]byte(out.stdout), &in))
+	require.Len(t, in.Compactions, 2)
+	require.NotEmpty(t, in.Compactions[0].Error)
+	require.Empty(t, in.Compactions[1].Error)
+	require.Equal(t, "system", in.Surface[0].Role, "node 0 is still the system prompt")
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/plugins/compaction-basic/native"
+	"github.com/weirhost/weir/surface"
+)
+
+func init() {
+	register(&command{name: "compact", summary: "compact a session now (manual compaction, between turns)", run: compactCmd})
+}
+
+func compactCmd(e *env, args []string) error {
+	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var o runOptions
+	o.flags(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("usage: host compact [flags] SESSION")
+	}
+	if _, err := os.Stat(pos[0]); err != nil {
+		return err
+	}
+	cfg, err := o.load()
+	if err != nil {
+		return configError(e, "compact", err)
+	}
+	model, route, err := o.open(cfg)
+	if err != nil {
+		return err
+	}
+	var pluginCfg []byte
+	if p, ok := cfg.Plugin("compaction-basic"); ok && len(p.Config) > 0 {
+		if pluginCfg, err = surface.Data(p.Config); err != nil {
+			return err
+		}
+	}
+	compactor, err := native.New(pluginCfg)
+	if err != nil {
+		return err
+	}
+	s, err := host.OpenFile(pos[0])
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	tokens, err := newMeter(nil)
+	if err != nil {
+		return err
+	}
+	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: &host.SectionPrompt{},
+		Sections: cfg.Sections(cfg.Model), Compactors: []host.CompactionProvider{compactor}, Meter: tokens,
+		Logger: config.NewLogger(cfg.Log, e.stderr)})
+	if err != nil {
+		return err
+	}
+	p := newPrinter(e.stdout)
+	s.Log().Observe(p.event)
+	before, from := s.Log().NodeCount(), s.Log().NextSeq()
+	changed, err := a.CompactNow(context.Background())
+	if err != nil {
+		return err
+	}
+	for _, ev := range s.Log().Events()[from-s.Log().BaseSeq():] {
+		var end struct {
+			Error string `json:"error"`
+		}
+		if ev.Type == surface.TypeCompactionEnd && json.Unmarshal(ev.Data, &end) == nil && end.Error != "" {
+			return fmt.Errorf("compaction failed and was recorded as a failed attempt; the surface is unchanged: %s", end.Error)
+		}
+	}
+	if !changed {
+		fmt.Fprintf(e.stdout, "nothing to compact: the surface has %d nodes and no range after node 0 to replace\n", before)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "surface: %d nodes → %d nodes; session %s\n", before, s.Log().NodeCount(), pos[0])
+	return nil
+}
