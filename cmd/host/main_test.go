@@ -202,3 +202,39 @@ func TestCompactCommand(t *testing.T) {
 	require.Empty(t, in.Compactions[1].Error)
 	require.Equal(t, "system", in.Surface[0].Role, "node 0 is still the system prompt")
 }
+
+// buildGuest builds a guest module of this repository into dir.
+func buildGuest(t *testing.T, pkg, dir string) string {
+	out := filepath.Join(dir, filepath.Base(pkg)+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, pkg)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	return out
+}
+
+func TestPluginsCommand(t *testing.T) {
+	dir := t.TempDir()
+	r := runHost(t, dir, "", "plugins", "list", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var list []pluginJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+	require.Len(t, list, 3)
+
+	good := buildGuest(t, "./host/plugin/testdata/benign", dir)
+	r = runHost(t, dir, "", "plugins", "verify", "--json", good)
+	require.Equal(t, 0, r.code, r.stderr)
+	var v verifyJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
+	require.Equal(t, "benign", v.Name)
+	require.ElementsMatch(t, []string{"system-prompt", "compaction", "token-meter"}, v.Roles)
+	require.NotEmpty(t, v.Imports)
+	require.Contains(t, strings.Join(v.Exports, "\n"), "memory")
+
+	bad := buildGuest(t, "./host/plugin/testdata/hostile/import-socket", dir)
+	r = runHost(t, dir, "", "plugins", "verify", bad)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "sock_accept")
+	require.Contains(t, r.stderr, "not allowed")
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/plugin"
+	"github.com/weirhost/weir/sdk/abi"
+)
+
+func init() {
+	register(&command{name: "plugins", summary: "list the configured plugins, or verify a .wasm plugin (plugins list | plugins verify FILE.wasm)", run: pluginsCmd})
+}
+
+// verifyJSON is the documented shape of "host plugins verify --json".
+type verifyJSON struct {
+	File     string     `json:"file"`
+	Name     string     `json:"name"`
+	Version  string     `json:"version"`
+	Roles    []string   `json:"roles"`
+	ABIMajor uint32     `json:"abiMajor"`
+	ABIMinor uint32     `json:"abiMinor"`
+	SDK      string     `json:"sdk"`
+	Imports  []string   `json:"imports"`
+	Exports  []string   `json:"exports"`
+	Limits   limitsJSON `json:"limits"`
+}
+
+type limitsJSON struct {
+	MemoryMiB   int64             `json:"memoryMiB"`
+	OutputKiB   int64             `json:"outputKiB"`
+	CallTimeout map[string]string `json:"callTimeout"`
+}
+
+// pluginJSON is one entry of "host plugins list --json".
+type pluginJSON struct {
+	Name    string `json:"name"`
+	Role    string `json:"role"`
+	Source  string `json:"source"`
+	Enabled bool   `json:"enabled"`
+}
+
+func pluginsCmd(e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("usage: host plugins list [--json] | host plugins verify [--json] FILE.wasm")
+	}
+	fs := flag.NewFlagSet("plugins "+args[0], flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	configFile := fs.String("config", "", "configuration file")
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	cfg, _, err := config.Load(config.Options{File: *configFile})
+	if err != nil {
+		return configError(e, "plugins", err)
+	}
+	switch args[0] {
+	case "list":
+		var out []pluginJSON
+		for _, p := range cfg.Plugins {
+			src := "built-in"
+			if !p.Builtin() {
+				src = p.Path
+			}
+			out = append(out, pluginJSON{Name: p.Name, Role: p.Role, Source: src, Enabled: p.Enabled})
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, out)
+		}
+		for _, p := range out {
+			state := "enabled"
+			if !p.Enabled {
+				state = "disabled"
+			}
+			fmt.Fprintf(e.stdout, "%-18s %-14s %-9s %s\n", p.Name, p.Role, state, p.Source)
+		}
+		return nil
+	case "verify":
+		if len(pos) != 1 {
+			return usagef("usage: host plugins verify [--json] FILE.wasm")
+		}
+		return verifyPlugin(e, cfg, pos[0], *asJSON)
+	}
+	return usagef("unknown plugins subcommand %q: use list or verify", args[0])
+}
+
+func verifyPlugin(e *env, cfg *config.Config, path string, asJSON bool) error {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	info, err := plugin.Inspect(wasm)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	ctx := context.Background()
+	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20))
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	name := strings.TrimSuffix(filepath.Base(path), ".wasm")
+	p, err := rt.Load(ctx, name, wasm)
+	if err != nil {
+		return fmt.Errorf("%s does not load: %w", path, err)
+	}
+	defer p.Close(ctx)
+	d := p.Description()
+	out := verifyJSON{File: path, Name: d.Name, Version: d.Version, ABIMajor: abi.Major, ABIMinor: d.AbiMinor, SDK: d.Sdk,
+		Imports: info.Imports, Exports: info.Exports,
+		Limits: limitsJSON{MemoryMiB: cfg.Sandbox.MemoryLimitMiB, OutputKiB: cfg.Sandbox.OutputLimitKiB, CallTimeout: map[string]string{
+			"system-prompt": cfg.Sandbox.Timeout("system-prompt").String(),
+			"compaction":    cfg.Sandbox.Timeout("compaction").String(),
+			"token-meter":   cfg.Sandbox.Timeout("token-meter").String()}}}
+	for _, k := range d.Kinds {
+		out.Roles = append(out.Roles, k.String())
+	}
+	if asJSON {
+		return writeJSON(e.stdout, out)
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "%s: plugin %q version %q, ABI %d.%d, %s\n", path, out.Name, out.Version, out.ABIMajor, out.ABIMinor, out.SDK)
+	fmt.Fprintf(w, "roles: %s\n", strings.Join(out.Roles, ", "))
+	fmt.Fprintf(w, "limits: memory %d MiB, output %d KiB, call timeouts %v\n", out.Limits.MemoryMiB, out.Limits.OutputKiB, out.Limits.CallTimeout)
+	fmt.Fprintf(w, "imports (%d):\n", len(out.Imports))
+	for _, s := range out.Imports {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
+	fmt.Fprintf(w, "exports (%d):\n", len(out.Exports))
+	for _, s := range out.Exports {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
+	fmt.Fprintln(w, "ok: the module passes load-time validation")
+	return nil
+}
