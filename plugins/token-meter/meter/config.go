@@ -1,6 +1,7 @@
 package meter
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -31,7 +32,26 @@ type Config struct {
 	// through a host import or a small copy of the record reader later;
 	// the meter itself stays free of the host.
 	Reassemble func(stream []byte) ([]surface.Block, error)
+	// DeepSeek, when set, counts for the built-in "deepseek-v3" tokenizer
+	// instead of the embedded one, with DeepSeek's chat framing. It must
+	// count exactly as tokenizer.DeepSeekV3 does: a WebAssembly guest
+	// passes one that asks the host's native tokenizer through an import.
+	DeepSeek tokenizer.Counter
+	// Content returns the content array (JSON) of the surface node holding
+	// seq. A meter restored from a state blob (Restore) keeps no message
+	// contents; it asks Content for the nodes it must price under another
+	// tokenizer than the one that priced them (a header changing the route,
+	// a measurement under another route's header). Without Content such a
+	// meter fails to reprice. An error wrapping ErrNoContent says the node
+	// has left the source's surface since (an event the meter has yet to
+	// fold shadowed it): the meter keeps the node's price, which it drops
+	// when it folds that event.
+	Content func(seq int64) ([]byte, error)
 }
+
+// ErrNoContent is what Config.Content wraps for a node that is no longer on
+// the surface it reads.
+var ErrNoContent = errors.New("the node is no longer on the surface")
 
 // ProviderDeepSeek is the provider whose routes default to the DeepSeek V3
 // tokenizer.
@@ -39,6 +59,7 @@ const ProviderDeepSeek = "deepseek"
 
 // resolver maps routes to pricers.
 type resolver struct {
+	deepseek tokenizer.Counter // counts for DeepSeekV3; nil: the embedded tokenizer
 	routes   map[string]string
 	fallback string
 	counters map[string]tokenizer.Counter
@@ -46,7 +67,7 @@ type resolver struct {
 }
 
 func newResolver(cfg Config) (*resolver, error) {
-	r := &resolver{routes: map[string]string{}, fallback: cfg.Fallback,
+	r := &resolver{deepseek: cfg.DeepSeek, routes: map[string]string{}, fallback: cfg.Fallback,
 		counters: map[string]tokenizer.Counter{}, pricers: map[string]*pricer{}}
 	if r.fallback == "" {
 		r.fallback = Heuristic
@@ -119,7 +140,12 @@ func (r *resolver) pricer(h *surface.Header) *pricer {
 	case Heuristic:
 		p = newPricer(nil)
 	case DeepSeekV3:
-		p = newPricer(tokenizer.DeepSeekV3())
+		if r.deepseek != nil {
+			p = newPricer(r.deepseek)
+			p.name, p.framing = DeepSeekV3, framingDeepSeek
+		} else {
+			p = newPricer(tokenizer.DeepSeekV3())
+		}
 	default:
 		p = newPricer(r.counters[name])
 	}

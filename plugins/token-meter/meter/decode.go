@@ -15,6 +15,10 @@ type Error struct {
 	Seq  int64
 	Type string
 	Msg  string
+
+	// load marks a failure to load a restored node's content: the event
+	// itself is fine, so the meter does not stop at it.
+	load bool
 }
 
 func (e *Error) Error() string {

@@ -43,6 +43,17 @@
 // against its usage, and the tokenizer name. A fresh replay of the same log
 // yields an identical measurement.
 //
+// # State blobs
+//
+// AppendState and Restore carry the replay state across processes or
+// WebAssembly instances (the token-meter plugin keeps it in the host's
+// state blob): the fold position and stop error, the header, the open
+// step, each surface node's seq, kind and prices, and the anchor, a few
+// bytes per node. Contents and the price cache stay behind; a restored
+// meter loads a node's content through Config.Content when a route change
+// or a header override makes it reprice. A restored meter folds and
+// measures exactly as the meter that wrote the blob.
+//
 // # Projections
 //
 // Projections are the O(1) folds of 12.3 (tokenUsage, contextPressure,

@@ -1,8 +1,11 @@
 package meter
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/weirhost/weir/surface"
 )
@@ -86,6 +89,7 @@ type Meter struct {
 	heur       *pricer // the fixed estimator
 	route      *pricer // the tokenizer of the current header's route
 	reassemble func([]byte) ([]surface.Block, error)
+	content    func(seq int64) ([]byte, error)
 
 	next   int64 // seq of the next event to fold
 	err    error // why the event at next could not be folded
@@ -110,14 +114,42 @@ func New(cfg Config) (*Meter, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Meter{res: res, reassemble: cfg.Reassemble, heur: newPricer(nil), lastSys: -1}
+	m := &Meter{res: res, reassemble: cfg.Reassemble, content: cfg.Content, heur: newPricer(nil), lastSys: -1}
 	res.pricers[Heuristic] = m.heur
 	m.route = res.pricer(nil)
 	return m, nil
 }
 
+// load makes sure node i's content is at hand: a meter restored from a
+// state blob loads it through Config.Content on first need.
+func (m *Meter) load(i int) error {
+	n := &m.nodes[i]
+	if n.raw != nil {
+		return nil
+	}
+	if m.content == nil {
+		return errors.New("the meter was restored without contents and has no content source")
+	}
+	raw, err := m.content(m.prices[i].Seq)
+	if errors.Is(err, ErrNoContent) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("loading its content: %w", err)
+	}
+	if k := jsontext.Value(raw).Kind(); k != '[' {
+		return errors.New("loading its content: the content source did not return a JSON array")
+	}
+	n.raw, n.key = raw, keyOf(n.kind, raw)
+	return nil
+}
+
 // Revision is the seq of the next event the meter folds.
 func (m *Meter) Revision() int64 { return m.next }
+
+// Err is the error of the event the meter is stopped at, nil while it
+// folds on.
+func (m *Meter) Err() error { return m.err }
 
 // change is a planned, not yet committed, fold of one event.
 type change struct {
@@ -149,7 +181,9 @@ func (m *Meter) Observe(e surface.Event) error {
 	}
 	c, err := m.plan(&e)
 	if err != nil {
-		m.err = err
+		if !err.load {
+			m.err = err // the event cannot be folded: stop here
+		}
 		return err
 	}
 	m.commit(c)
@@ -170,6 +204,14 @@ func (m *Meter) plan(e *surface.Event) (*change, *Error) {
 		if c.route != m.route {
 			c.retok = make([]int64, len(m.nodes))
 			for i := range m.nodes {
+				if err := m.load(i); errors.Is(err, ErrNoContent) {
+					c.retok[i] = m.prices[i].Tokens // shadowed by an event still to come
+					continue
+				} else if err != nil {
+					err := errorf(e, "surface node %d (seq %d): %v", i, m.prices[i].Seq, err)
+					err.load = true
+					return nil, err
+				}
 				n := &m.nodes[i]
 				var perr error
 				if c.retok[i], perr = c.route.node(n.key, n.kind, &lazyBlocks{raw: n.raw}); perr != nil {
@@ -380,8 +422,12 @@ func (m *Meter) Measure(override *surface.Header) (Measurement, error) {
 		out.Nodes = make([]Node, len(m.nodes))
 		for i := range m.nodes {
 			n := &m.nodes[i]
-			tok, err := p.node(n.key, n.kind, &lazyBlocks{raw: n.raw})
-			if err != nil {
+			tok := m.prices[i].Tokens // kept for a node gone from the content source
+			err := m.load(i)
+			if err == nil {
+				tok, err = p.node(n.key, n.kind, &lazyBlocks{raw: n.raw})
+			}
+			if err != nil && !errors.Is(err, ErrNoContent) {
 				return Measurement{}, &Error{Seq: m.prices[i].Seq, Type: n.kind.eventType(), Msg: fmt.Sprintf("surface node %d cannot be priced with %s: %v", i, p.name, err)}
 			}
 			out.Nodes[i] = Node{Seq: m.prices[i].Seq, Tokens: tok, HeuristicTokens: m.prices[i].HeuristicTokens}

@@ -1,0 +1,265 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/host/plugin"
+	"github.com/weirhost/weir/sdk/abi"
+	"github.com/weirhost/weir/surface"
+)
+
+// Compaction is a compaction plugin as the host's compaction provider. One
+// adapter may serve many sessions: it keeps the plugin's state blob, its
+// failure count and its query cache per session id. It is safe for
+// concurrent use; calls on one session are serialized.
+type Compaction struct {
+	p *plugin.Plugin
+	o options
+
+	mu       sync.Mutex
+	sessions map[string]*compactionSession
+}
+
+var _ host.CompactionProvider = (*Compaction)(nil)
+
+// compactionSession is the adapter's state for one session.
+type compactionSession struct {
+	mu      sync.Mutex
+	state   []byte
+	pending *pendingResult
+	br      breaker
+	c       *cache
+	r       reader // the session, as of the latest call
+}
+
+// pendingResult is a result whose proposals the host was handed but whose
+// admission is not known yet: its state is adopted once the log shows the
+// proposals committed at seq at.
+type pendingResult struct {
+	at        int64
+	proposals []surface.Proposal
+	state     []byte
+	hasState  bool
+}
+
+// NewCompaction returns the compaction adapter of plugin p.
+func NewCompaction(p *plugin.Plugin, opts ...Option) (*Compaction, error) {
+	if err := checkRole(p, RoleCompaction); err != nil {
+		return nil, err
+	}
+	return &Compaction{p: p, o: newOptions(opts), sessions: map[string]*compactionSession{}}, nil
+}
+
+// ID is the plugin's name.
+func (c *Compaction) ID() string { return c.p.Name() }
+
+func (c *Compaction) session(id string) *compactionSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[id]
+	if s == nil {
+		s = &compactionSession{br: breaker{limit: c.o.failures}, c: newCache()}
+		c.sessions[id] = s
+	}
+	return s
+}
+
+// Forget drops what the adapter keeps for a session (state blob, failure
+// count, cache), for a session that ended.
+func (c *Compaction) Forget(sessionID string) {
+	c.mu.Lock()
+	delete(c.sessions, sessionID)
+	c.mu.Unlock()
+}
+
+// State returns a copy of the state blob kept for a session, counting
+// the latest result once the log shows its proposals admitted.
+func (c *Compaction) State(sessionID string) []byte {
+	s := c.session(sessionID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pending; p != nil && p.hasState && s.r != nil && committed(s.r, p.at, p.proposals) {
+		return bytes.Clone(p.state)
+	}
+	return bytes.Clone(s.state)
+}
+
+// Disabled reports whether the adapter stopped calling the plugin for a
+// session.
+func (c *Compaction) Disabled(sessionID string) bool {
+	s := c.session(sessionID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.br.open
+}
+
+// Compact implements host.CompactionProvider: pressure calls
+// compaction.prestep, manual compaction.manual and context-overflow
+// compaction.overflow, with the open turn and step, the route of the
+// latest request header (else the conversation's), the route's limits and
+// the session's state blob. The proposals are converted exactly
+// (ConvertProposals) and returned for the host to admit.
+func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.CompactionRequest) ([]surface.Proposal, error) {
+	id := view.SessionID()
+	s := c.session(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.br.open {
+		return nil, nil
+	}
+	s.r = view
+	if rejected := s.settle(view); rejected != nil {
+		// The host already reported the rejection; it counts as a failure.
+		if err := s.br.fail(rejected, &c.o, c.p.Name(), sessionName(id)); s.br.open {
+			return nil, err
+		}
+	}
+	areq := c.request(view, req, s.state)
+	h := &Host{kind: abi.KindCompaction, plugin: c.p.Name(), r: view, view: view, route: req.Route,
+		counters: c.o.counters, c: s.c}
+	at := view.NextSeq()
+	var res *abi.CompactionResult
+	var err error
+	switch req.Reason {
+	case host.CompactPressure:
+		res, err = c.p.PreStep(ctx, h, areq)
+	case host.CompactManual:
+		res, err = c.p.Manual(ctx, h, areq)
+	case host.CompactOverflow:
+		res, err = c.p.Overflow(ctx, h, areq)
+	default:
+		return nil, fmt.Errorf("plugin %q: unknown compaction reason %q", c.p.Name(), req.Reason)
+	}
+	if err == nil && view.NextSeq() != at {
+		err = fmt.Errorf("plugin %q: the log moved from seq %d to %d during the call; its proposals are stale",
+			c.p.Name(), at, view.NextSeq())
+		return nil, notCounted{err}
+	}
+	var ps []surface.Proposal
+	if err == nil {
+		ps, err = ConvertProposals(res.Proposals)
+		if err != nil {
+			err = fmt.Errorf("plugin %q: call %s: %w", c.p.Name(), methodOf(req.Reason), err)
+		}
+	}
+	if err == nil && res.HasState && len(res.State) > c.o.stateLimit {
+		err = fmt.Errorf("plugin %q: call %s: state of %d bytes exceeds the %d-byte limit",
+			c.p.Name(), methodOf(req.Reason), len(res.State), c.o.stateLimit)
+	}
+	if err != nil {
+		return nil, s.br.fail(classify(err), &c.o, c.p.Name(), sessionName(id))
+	}
+	if len(ps) == 0 {
+		if res.HasState {
+			s.state = bytes.Clone(res.State)
+		}
+		s.br.ok()
+		return nil, nil
+	}
+	s.pending = &pendingResult{at: at, proposals: ps, state: bytes.Clone(res.State), hasState: res.HasState}
+	return ps, nil
+}
+
+func methodOf(r host.CompactionReason) abi.Method {
+	switch r {
+	case host.CompactManual:
+		return abi.MethodCompactionManual
+	case host.CompactOverflow:
+		return abi.MethodCompactionOverflow
+	}
+	return abi.MethodCompactionPreStep
+}
+
+func (c *Compaction) request(view *host.View, req host.CompactionRequest, state []byte) *abi.CompactionRequest {
+	turn, step := view.OpenTurn()
+	if req.Turn != 0 {
+		turn = req.Turn
+	}
+	r := &abi.CompactionRequest{
+		Turn:   turn,
+		Step:   step,
+		Route:  abi.Route{Provider: req.Route.Provider, Model: req.Route.Model},
+		Limits: abi.Limits{ContextWindow: req.Route.ContextWindow, DefaultMaxTokens: req.Route.MaxTokens},
+		State:  state,
+	}
+	if h := view.Header(); h != nil {
+		r.Route = abi.Route{Provider: h.Config.Provider, Model: h.Config.Model}
+	}
+	if req.Reason == host.CompactOverflow {
+		r.Failure = abi.Failure{Code: llm.CodeContextOverflow, Message: "the model refused the request as longer than its context window"}
+	}
+	return r
+}
+
+// settle resolves the pending result against the log: its state is
+// adopted when its proposals were committed, dropped otherwise. It
+// returns an error describing a rejection.
+func (s *compactionSession) settle(r reader) error {
+	p := s.pending
+	if p == nil {
+		return nil
+	}
+	s.pending = nil
+	if !committed(r, p.at, p.proposals) {
+		return fmt.Errorf("the host rejected the %d proposals returned at seq %d", len(p.proposals), p.at)
+	}
+	if p.hasState {
+		s.state = p.state
+	}
+	s.br.ok()
+	return nil
+}
+
+// committed reports whether the log holds ps at seqs at, at+1, ...
+func committed(r reader, at int64, ps []surface.Proposal) bool {
+	if r.NextSeq() < at+int64(len(ps)) {
+		return false
+	}
+	for i, p := range ps {
+		e, ok := r.Event(at + int64(i))
+		if !ok || e.Type != p.Type || e.Op != p.Op || e.Ignorable != p.Ignorable ||
+			(e.Sources == nil) != (p.Sources == nil) || !slices.Equal(e.Sources, p.Sources) {
+			return false
+		}
+	}
+	return true
+}
+
+// ConvertProposals converts a plugin's proposals to the host's, exactly:
+// type, data bytes, the intent (none: a log-only event; append; replace
+// start..end), sourceEventSeqs (absent stays nil, present stays non-nil
+// even when empty) and ignorable. Whether the host admits them is the
+// host's decision; this only refuses what has no host form.
+func ConvertProposals(in []abi.Proposal) ([]surface.Proposal, error) {
+	if len(in) > abi.MaxProposals {
+		return nil, fmt.Errorf("malformed output: %d proposals, more than %d", len(in), abi.MaxProposals)
+	}
+	out := make([]surface.Proposal, len(in))
+	for i, p := range in {
+		if p.Type == "" {
+			return nil, fmt.Errorf("malformed output: proposal %d has no type", i)
+		}
+		q := surface.Proposal{Type: p.Type, Data: bytes.Clone(p.Data), Ignorable: p.Ignorable}
+		switch p.Intent.Kind {
+		case abi.IntentNone:
+		case abi.IntentAppend:
+			q.Op = surface.Append
+		case abi.IntentReplace:
+			q.Op = surface.Replace(p.Intent.StartSeq, p.Intent.EndSeq)
+		default:
+			return nil, fmt.Errorf("malformed output: proposal %d (%s) has intent %s", i, p.Type, strconv.Itoa(int(p.Intent.Kind)))
+		}
+		if p.HasSourceEventSeqs {
+			q.Sources = append(make([]int64, 0, len(p.SourceEventSeqs)), p.SourceEventSeqs...)
+		}
+		out[i] = q
+	}
+	return out, nil
+}

@@ -1,0 +1,206 @@
+package provider_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/plugin"
+	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/sdk/abi"
+	"github.com/weirhost/weir/sdk/plugintest"
+	"github.com/weirhost/weir/surface"
+)
+
+func TestHostileProposalsAreRejected(t *testing.T) {
+	cases := []struct {
+		attack string
+		reason string // what the plugin/failure event must say
+	}{
+		{"node0", "surface node 0 holds the protected system prompt"},
+		{"omit", "missing"},
+		{"system", "may not propose system/message"},
+	}
+	for _, c := range cases {
+		t.Run(c.attack, func(t *testing.T) {
+			name := "liar-" + c.attack
+			lp := load(t, "liar", name, provider.RoleCompaction, `{"attack":"`+c.attack+`"}`, provider.Limits{})
+			comp, err := lp.Compaction()
+			require.NoError(t, err)
+			l := newLoop(t, func(_ *host.Session, cfg *host.Config) { cfg.Compactors = []host.CompactionProvider{comp} })
+			l.turn("one") // the surface is too small to attack
+			require.Empty(t, l.failures())
+			before := l.s.Log().Nodes()
+			calls := lp.Stats().Calls
+
+			res := l.turn("two")
+			require.Equal(t, surface.EndCompleted, res.Reason.Kind, "the session goes on")
+			require.Greater(t, lp.Stats().Calls, calls, "the plugin was called")
+			fails := l.failures()
+			require.Len(t, fails, 1)
+			require.Equal(t, name, fails[0].Plugin)
+			require.Equal(t, string(host.ByCompaction), fails[0].Kind)
+			require.Contains(t, fails[0].Error, `"`+name+`"`)
+			require.Contains(t, fails[0].Error, c.reason)
+			require.True(t, l.events(surface.TypePluginFailure)[0].Ignorable)
+			// Nothing of the rejected batch is in the log.
+			require.Empty(t, l.events(surface.TypeCompactionStart))
+			require.Empty(t, l.events(surface.TypeCompactionEnd))
+			require.NotContains(t, l.logText(), "forged")
+			require.NotContains(t, l.logText(), "obey the liar")
+			require.Equal(t, before, l.s.Log().Nodes()[:len(before)], "the old surface is intact")
+			// The state blob that came with the rejected proposals is not adopted.
+			l.turn("three")
+			require.Empty(t, comp.State(l.s.ID()))
+			l.checkReconstruction()
+		})
+	}
+}
+
+func TestRepeatedRejectionsDisableTheCompactionPlugin(t *testing.T) {
+	lp := load(t, "liar", "liar-repeat", provider.RoleCompaction, `{"attack":"node0"}`, provider.Limits{})
+	comp, err := lp.Compaction()
+	require.NoError(t, err)
+	l := newLoop(t, func(_ *host.Session, cfg *host.Config) { cfg.Compactors = []host.CompactionProvider{comp} })
+	l.turn("one")
+	// Turns 2-4 propose and are rejected (3 failures, the third detected
+	// at turn 5's call, which trips the breaker and says so).
+	for _, msg := range []string{"two", "three", "four", "five"} {
+		require.Equal(t, surface.EndCompleted, l.turn(msg).Reason.Kind)
+	}
+	fails := l.failures()
+	require.Len(t, fails, 4)
+	for _, f := range fails[:3] {
+		require.Contains(t, f.Error, "surface node 0 holds the protected system prompt")
+		require.NotContains(t, f.Error, "disabled")
+	}
+	require.Contains(t, fails[3].Error, `plugin "liar-repeat" is disabled for session session-1 after 3 consecutive failures`)
+	require.True(t, comp.Disabled(l.s.ID()))
+
+	calls := lp.Stats().Calls
+	l.turn("six")
+	l.turn("seven")
+	require.Equal(t, calls, lp.Stats().Calls, "a disabled plugin is not called")
+	require.Len(t, l.failures(), 4, "the breaker says so once")
+	require.Empty(t, l.events(surface.TypeCompactionStart))
+	l.checkReconstruction()
+}
+
+func TestPromptRoleNeverActsAsCompaction(t *testing.T) {
+	// liar implements compaction too, armed to attack node 0; loaded in the
+	// prompt role only its render is ever called.
+	lp := load(t, "liar", "liar-prompt", provider.RoleSystemPrompt, `{"attack":"node0"}`, provider.Limits{})
+	desc := lp.Description()
+	require.True(t, desc.Provides(abi.KindCompaction), "the module does implement compaction")
+	_, err := lp.Compaction()
+	require.ErrorContains(t, err, `plugin "liar-prompt" is loaded as a system-prompt provider, not as a compaction provider`)
+	_, err = lp.Meter(nil)
+	require.ErrorContains(t, err, `plugin "liar-prompt" is loaded as a system-prompt provider, not as a token-meter provider`)
+
+	var sp *provider.SystemPrompt
+	l := newLoop(t, func(s *host.Session, cfg *host.Config) {
+		sp, err = lp.SystemPrompt(s)
+		require.NoError(t, err)
+		cfg.Prompt = sp
+	})
+	for _, msg := range []string{"one", "two", "three", "four"} {
+		require.Equal(t, surface.EndCompleted, l.turn(msg).Reason.Kind)
+	}
+	require.Empty(t, l.failures())
+	require.Empty(t, l.events(surface.TypeCompactionStart))
+	require.NotContains(t, l.logText(), "forged")
+	// The render's text is all the plugin contributes, and the host made
+	// the system message of it; the session queries were not granted.
+	prompt := l.lastSystemPrompt()
+	require.Contains(t, prompt, "I am the liar. Surface: host surface_nodes: not granted")
+	sys := l.events(surface.TypeSystemMessage)
+	require.Len(t, sys, 1, "an unchanged prompt is committed once")
+	m, ok := l.s.Log().Message(sys[0].Seq)
+	require.True(t, ok)
+	require.Equal(t, surface.Source{Kind: "plugin", Plugin: "liar-prompt"}, surface.Source{Kind: m.Source.Kind, Plugin: m.Source.Plugin})
+	l.checkReconstruction()
+}
+
+func TestLoadChecksTheRole(t *testing.T) {
+	ctx := context.Background()
+	rt := plugintest.Runtime(t)
+	_, err := provider.Load(ctx, rt, provider.Spec{Name: "trap-as-compaction", Role: provider.RoleCompaction, Wasm: modules["trap"]})
+	require.EqualError(t, err, `plugin "trap-as-compaction" is configured as a compaction provider, but its module provides only system-prompt`)
+	_, err = provider.Load(ctx, rt, provider.Spec{Name: "checkpoint-as-meter", Role: provider.RoleTokenMeter, Wasm: modules["checkpoint"]})
+	require.EqualError(t, err, `plugin "checkpoint-as-meter" is configured as a token-meter provider, but its module provides only compaction`)
+	_, err = provider.Load(ctx, rt, provider.Spec{Name: "x", Role: "summarizer", Wasm: modules["trap"]})
+	require.ErrorContains(t, err, `plugin "x": role "summarizer" is not one of system-prompt, compaction, token-meter`)
+	_, err = provider.Load(ctx, rt, provider.Spec{Name: "x", Role: provider.RoleSystemPrompt, Wasm: modules["trap"], Config: []byte(`{"a":`)})
+	require.ErrorContains(t, err, `plugin "x": the configuration is not valid JSON`)
+	_, err = provider.Load(ctx, rt, provider.Spec{Name: "x", Role: provider.RoleSystemPrompt, Wasm: []byte("not wasm")})
+	require.ErrorIs(t, err, plugin.ErrInvalidModule)
+	require.ErrorContains(t, err, `plugin "x"`)
+}
+
+func TestTrappingPromptKeepsTheLastGoodPrompt(t *testing.T) {
+	lp := load(t, "trap", "trap", provider.RoleSystemPrompt, "", provider.Limits{Call: 100 * time.Millisecond})
+	var sp *provider.SystemPrompt
+	l := newLoop(t, func(s *host.Session, cfg *host.Config) {
+		var err error
+		sp, err = lp.SystemPrompt(s)
+		require.NoError(t, err)
+		cfg.Prompt = sp
+		cfg.Sections = []host.Section{{Key: "role", Text: "Be helpful."}}
+	})
+	l.turn("one")
+	require.Equal(t, "Be helpful.", l.lastSystemPrompt())
+
+	good := "Be helpful."
+	steps := []struct {
+		text, failure string // failure "": a good prompt
+	}{
+		{"panic", "panic: trap: asked to panic"},
+		{"loop", "deadline 100ms exceeded; instance replaced"},
+		{"Be brief.", ""}, // a fresh instance serves it; the count restarts
+		{"exit", "guest exited with code 3; instance replaced"},
+		{"Be brief, please.", ""},
+	}
+	failed, replaced := 0, uint64(0)
+	for _, s := range steps {
+		l.a.SetSections([]host.Section{{Key: "role", Text: s.text}})
+		res := l.turn(s.text)
+		require.Equal(t, surface.EndCompleted, res.Reason.Kind, "the turn completes")
+		fails := l.failures()
+		if s.failure == "" {
+			good = s.text
+			require.Equal(t, good, l.lastSystemPrompt())
+			require.Len(t, fails, failed)
+			require.False(t, sp.Disabled())
+			continue
+		}
+		require.Equal(t, good, l.lastSystemPrompt(), "the turn keeps the last good prompt")
+		failed++
+		replaced++
+		require.Len(t, fails, failed)
+		require.Equal(t, "trap", fails[failed-1].Plugin)
+		require.Equal(t, string(host.ByPrompt), fails[failed-1].Kind)
+		require.Contains(t, fails[failed-1].Error, `plugin "trap": call prompt.render: `+s.failure)
+		require.Equal(t, replaced, lp.Stats().Replaced, "the instance was replaced")
+	}
+
+	// Three failures in a row disable the plugin for the session, once.
+	l.a.SetSections([]host.Section{{Key: "role", Text: "fail"}})
+	for range 3 {
+		l.turn("fail")
+	}
+	fails := l.failures()
+	require.Len(t, fails, failed+3)
+	require.Contains(t, fails[failed+2].Error, "plugin error: trap: asked to fail")
+	require.Contains(t, fails[failed+2].Error, `plugin "trap" is disabled for session session-1 after 3 consecutive failures`)
+	require.True(t, sp.Disabled())
+	calls := lp.Stats().Calls
+	l.a.SetSections([]host.Section{{Key: "role", Text: "Be verbose."}})
+	l.turn("after")
+	require.Equal(t, calls, lp.Stats().Calls, "a disabled plugin is not called")
+	require.Equal(t, good, l.lastSystemPrompt(), "the session keeps its prompt")
+	require.Len(t, l.failures(), failed+3, "the breaker says so once")
+	require.Len(t, l.events(surface.TypeSystemMessage), 3)
+	l.checkReconstruction()
+}

@@ -1,0 +1,101 @@
+package provider
+
+import (
+	"fmt"
+
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/sdk/abi"
+	"github.com/weirhost/weir/surface"
+)
+
+// toABIMeasurement converts a host measurement for the measure import. The
+// ABI's breakdown has one message category: user, assistant and tool
+// results are summed into it.
+func toABIMeasurement(m *host.Measurement) (*abi.Measurement, error) {
+	out := &abi.Measurement{
+		LogRevision:        m.LogRevision,
+		Baseline:           abi.Baseline{Tokens: m.BaselineTokens},
+		SurfaceDeltaTokens: m.SurfaceDeltaTokens,
+		TotalTokens:        m.TotalTokens,
+		SurfaceTokens:      m.SurfaceTokens,
+		Nodes:              make([]abi.NodeTokens, len(m.Nodes)),
+		Breakdown: abi.Breakdown{
+			SystemTokens:  m.Breakdown.System,
+			ToolsTokens:   m.Breakdown.Tools,
+			MessageTokens: m.Breakdown.User + m.Breakdown.Assistant + m.Breakdown.ToolResults,
+		},
+	}
+	switch m.Baseline {
+	case "none", "":
+		out.Baseline.Kind = abi.BaselineNone
+	case "estimated":
+		out.Baseline.Kind = abi.BaselineEstimated
+	case "usage":
+		out.Baseline.Kind = abi.BaselineUsage
+	default:
+		return nil, fmt.Errorf("the meter's baseline %q is not none, estimated or usage", m.Baseline)
+	}
+	for i, n := range m.Nodes {
+		out.Nodes[i] = abi.NodeTokens{Seq: n.Seq, Tokens: n.Tokens, HeuristicTokens: n.HeuristicTokens}
+	}
+	return out, nil
+}
+
+// fromABIMeasurement converts a plugin's measurement. The ABI gives one
+// message category; it is split by the type of each priced node (looked
+// up with typeOf): assistant/message nodes count as Assistant, tool/result
+// nodes as ToolResults, the rest (user messages, earlier system messages)
+// as User. The ABI carries no tokenizer name and no estimate error.
+func fromABIMeasurement(m *abi.Measurement, typeOf func(seq int64) string) (*host.Measurement, error) {
+	out := &host.Measurement{
+		LogRevision:        m.LogRevision,
+		BaselineTokens:     m.Baseline.Tokens,
+		SurfaceDeltaTokens: m.SurfaceDeltaTokens,
+		TotalTokens:        m.TotalTokens,
+		SurfaceTokens:      m.SurfaceTokens,
+		Nodes:              make([]host.NodeTokens, len(m.Nodes)),
+		Breakdown:          host.Breakdown{System: m.Breakdown.SystemTokens, Tools: m.Breakdown.ToolsTokens},
+	}
+	switch m.Baseline.Kind {
+	case abi.BaselineNone:
+		out.Baseline = "none"
+	case abi.BaselineEstimated:
+		out.Baseline = "estimated"
+	case abi.BaselineUsage:
+		out.Baseline = "usage"
+	default:
+		return nil, fmt.Errorf("malformed measurement: unknown baseline kind %d", m.Baseline.Kind)
+	}
+	var assistant, tools int64
+	for i, n := range m.Nodes {
+		out.Nodes[i] = host.NodeTokens{Seq: n.Seq, Tokens: n.Tokens, HeuristicTokens: n.HeuristicTokens}
+		if typeOf == nil {
+			continue
+		}
+		switch typeOf(n.Seq) {
+		case surface.TypeAssistantMessage:
+			assistant += n.Tokens
+		case surface.TypeToolResult:
+			tools += n.Tokens
+		}
+	}
+	msgs := m.Breakdown.MessageTokens
+	if assistant+tools > msgs {
+		// The nodes do not add up to the plugin's message total: keep the
+		// total as one category rather than invent a split.
+		assistant, tools = 0, 0
+	}
+	out.Breakdown.Assistant, out.Breakdown.ToolResults = assistant, tools
+	out.Breakdown.User = msgs - assistant - tools
+	return out, nil
+}
+
+func cloneMeasurement(m *host.Measurement) *host.Measurement {
+	c := *m
+	c.Nodes = append([]host.NodeTokens(nil), m.Nodes...)
+	if m.EstimateError != nil {
+		e := *m.EstimateError
+		c.EstimateError = &e
+	}
+	return &c
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/weirhost/weir/plugins/token-meter/meter"
+	"github.com/weirhost/weir/sdk"
+	"github.com/weirhost/weir/sdk/abi"
+	"github.com/weirhost/weir/sdk/tokenizer"
+	"github.com/weirhost/weir/surface"
+)
+
+// tokenMeter implements sdk.TokenMeter. It keeps only the configuration;
+// each call restores the meter from the state blob.
+type tokenMeter struct {
+	cfg config
+}
+
+func (t *tokenMeter) Observe(h *sdk.Host, req *sdk.ObserveRequest) ([]byte, error) {
+	m, c, err := t.restore(h, req.State)
+	if err != nil {
+		return nil, err
+	}
+	dec := surface.Decoder{Alias: true} // the events live as long as this call
+	for _, in := range req.Events {
+		e, err := dec.Decode(in.JSON)
+		if err != nil {
+			return nil, fmt.Errorf("event seq %d: %w", in.Seq, err)
+		}
+		if e.Seq < m.Revision() {
+			continue // already folded
+		}
+		if err := m.Observe(e); err != nil {
+			if m.Err() == nil {
+				return nil, err // a content the host could not give: try again later
+			}
+			// The event cannot be folded: the meter stops here, as the
+			// native one does, and the blob keeps the stop.
+			fmt.Fprintf(os.Stderr, "%s: %v\n", Name, err)
+			break
+		}
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return m.AppendState(nil), nil
+}
+
+func (t *tokenMeter) Measure(h *sdk.Host, req *sdk.MeasureRequest) (*sdk.Measurement, error) {
+	m, c, err := t.restore(h, req.State)
+	if err != nil {
+		return nil, err
+	}
+	var override *surface.Header
+	if req.HasHeaderOverride {
+		override = new(surface.Header)
+		if err := json.Unmarshal(req.HeaderOverride, override); err != nil {
+			return nil, fmt.Errorf("header override: %w", err)
+		}
+	}
+	got, err := m.Measure(override)
+	if err != nil {
+		return nil, err
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return toABI(&got), nil
+}
+
+// restore rebuilds the session's meter from its blob, with counters and a
+// content source bound to this call's host.
+func (t *tokenMeter) restore(h *sdk.Host, state []byte) (*meter.Meter, *counting, error) {
+	c := &counting{h: h}
+	m, err := meter.Restore(t.cfg.meterConfig(c), state)
+	return m, c, err
+}
+
+// meterConfig is the meter's configuration; c binds the host counters
+// (nil: counters that only carry their names, for validation).
+func (cfg config) meterConfig(c *counting) meter.Config {
+	mc := meter.Config{Routes: cfg.Routes, Fallback: cfg.Fallback, Counters: map[string]tokenizer.Counter{}}
+	for _, names := range [][2]string{{"o200k_base", "o200k_base"}, {"o200k", "o200k_base"},
+		{"cl100k_base", "cl100k_base"}, {"cl100k", "cl100k_base"}} {
+		mc.Counters[names[0]] = hostCounter{name: names[1], c: c}
+	}
+	if cfg.Counting == countOnHost {
+		mc.DeepSeek = hostCounter{name: meter.DeepSeekV3, c: c, local: tokenizer.DeepSeekV3}
+	}
+	if c != nil {
+		mc.Content = c.content
+	}
+	return mc
+}
+
+// counting is one call's access to the host: token counts and message
+// contents. The first failure sticks in err and fails the call.
+type counting struct {
+	h      *sdk.Host
+	err    error
+	denied bool // the host does not grant count_tokens: count in the guest
+}
+
+// hostCounter counts with the host's native tokenizer of that name, or
+// with local when the host does not grant count_tokens.
+type hostCounter struct {
+	name  string
+	c     *counting
+	local func() *tokenizer.Tokenizer // nil: the host is the only counter
+}
+
+func (hc hostCounter) Name() string { return hc.name }
+
+func (hc hostCounter) Count(text string) int {
+	c := hc.c
+	if c.err != nil {
+		return 0
+	}
+	if !c.denied {
+		n, err := c.h.CountTokens(hc.name, text)
+		switch {
+		case err == nil:
+			return n
+		case errors.Is(err, sdk.ErrNotGranted) && hc.local != nil:
+			c.denied = true
+		default:
+			c.err = fmt.Errorf("count tokens with %s: %w", hc.name, err)
+			return 0
+		}
+	}
+	return hc.local().Count(text)
+}
+
+// content returns the content array of the surface node holding seq. The
+// host answers from its current surface, which may be ahead of the events
+// observed so far: a node a later event shadowed is gone (ErrNoContent).
+func (c *counting) content(seq int64) ([]byte, error) {
+	raw, err := c.h.Message(seq)
+	if errors.Is(err, sdk.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %v", meter.ErrNoContent, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Content jsontext.Value `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("message of seq %d: %w", seq, err)
+	}
+	return m.Content, nil
+}
+
+var baselines = map[string]abi.BaselineKind{
+	meter.BaselineNone:      abi.BaselineNone,
+	meter.BaselineEstimated: abi.BaselineEstimated,
+	meter.BaselineUsage:     abi.BaselineUsage,
+}
+
+// toABI converts a measurement to the ABI's form.
+func toABI(m *meter.Measurement) *sdk.Measurement {
+	out := &sdk.Measurement{
+		LogRevision:        m.LogRevision,
+		Baseline:           abi.Baseline{Kind: baselines[m.Baseline], Tokens: m.BaselineTokens},
+		SurfaceDeltaTokens: m.SurfaceDeltaTokens,
+		TotalTokens:        m.TotalTokens,
+		SurfaceTokens:      m.SurfaceTokens,
+		Nodes:              make([]abi.NodeTokens, len(m.Nodes)),
+		Breakdown: abi.Breakdown{SystemTokens: m.Breakdown.System, ToolsTokens: m.Breakdown.Tools,
+			MessageTokens: m.Breakdown.User + m.Breakdown.Assistant + m.Breakdown.ToolResults},
+	}
+	for i, n := range m.Nodes {
+		out.Nodes[i] = abi.NodeTokens{Seq: n.Seq, Tokens: n.Tokens, HeuristicTokens: n.HeuristicTokens}
+	}
+	return out
+}
