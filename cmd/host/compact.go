@@ -10,7 +10,6 @@ import (
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/config"
-	"github.com/weirhost/weir/plugins/compaction-basic/native"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -41,35 +40,34 @@ func compactCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var pluginCfg []byte
-	if p, ok := cfg.Plugin("compaction-basic"); ok && len(p.Config) > 0 {
-		if pluginCfg, err = surface.Data(p.Config); err != nil {
-			return err
-		}
-	}
-	compactor, err := native.New(pluginCfg)
-	if err != nil {
-		return err
-	}
 	s, err := host.OpenFile(pos[0])
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	tokens, err := newMeter(nil)
+	ctx := context.Background()
+	log := config.NewLogger(cfg.Log, e.stderr)
+	set, err := loadPlugins(ctx, cfg, log, routeOverrides(cfg, route))
 	if err != nil {
 		return err
 	}
-	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: &host.SectionPrompt{},
-		Sections: cfg.Sections(cfg.Model), Compactors: []host.CompactionProvider{compactor}, Meter: tokens,
-		Logger: config.NewLogger(cfg.Log, e.stderr)})
+	defer set.Close(ctx)
+	prov, err := set.forSession(s)
+	if err != nil {
+		return err
+	}
+	if len(prov.compactors) == 0 {
+		return fmt.Errorf("no compaction plugin is enabled in the configuration")
+	}
+	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: prov.prompt,
+		Sections: cfg.Sections(cfg.Model), Compactors: prov.compactors, Meter: prov.meter, Logger: log})
 	if err != nil {
 		return err
 	}
 	p := newPrinter(e.stdout)
 	s.Log().Observe(p.event)
 	before, from := s.Log().NodeCount(), s.Log().NextSeq()
-	changed, err := a.CompactNow(context.Background())
+	changed, err := a.CompactNow(ctx)
 	if err != nil {
 		return err
 	}

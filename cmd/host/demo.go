@@ -13,7 +13,6 @@ import (
 	"github.com/weirhost/weir/host/builtin"
 	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/llm"
-	"github.com/weirhost/weir/plugins/compaction-basic/native"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -81,34 +80,48 @@ func demoCmd(e *env, args []string) error {
 	}
 	p := newPrinter(e.stdout)
 	sections := []host.Section{{Key: "base", Text: config.DefaultSystemPrompt}}
-	compactor, err := native.New([]byte(`{"headroomTokens": 1024}`))
+	route := host.Route{Provider: "offline", Model: "demo", ContextWindow: 8192, MaxTokens: 1024}
+	// The three default providers run as WebAssembly plugins, loaded from
+	// the modules embedded in this binary; the demo's small window needs a
+	// smaller compaction headroom than the default.
+	ctx := context.Background()
+	log := config.NewLogger(cfg.Log, e.stderr)
+	set, err := loadPlugins(ctx, cfg, log, map[string][]byte{
+		"compaction-basic": []byte(`{"headroomTokens": 1024}`),
+		"token-meter":      meterConfig(route, "heuristic"),
+	})
 	if err != nil {
 		return err
 	}
-	tokens, err := newMeter(nil)
+	defer set.Close(ctx)
+	prov, err := set.forSession(s)
 	if err != nil {
 		return err
 	}
+	tokens := prov.meter
 	a, err := host.NewAgent(s, host.Config{
-		Route:      host.Route{Provider: "offline", Model: "demo", ContextWindow: 8192, MaxTokens: 1024},
+		Route:      route,
 		Model:      llm.NewScripted(script),
-		Prompt:     &host.SectionPrompt{},
+		Prompt:     prov.prompt,
 		Sections:   sections,
 		Tools:      builtin.Tools(cwd, clock),
-		Compactors: []host.CompactionProvider{compactor},
+		Compactors: prov.compactors,
 		Meter:      tokens,
 		OnDelta:    p.delta,
+		Logger:     log,
 	})
 	if err != nil {
 		return err
 	}
 	s.Log().Observe(p.event)
-	s.Log().Observe(func(ev surface.Event) {
-		if ev.Type == surface.TypeStepEnd {
-			p.finish()
-			tokenLine(e.stdout, tokens, a.Route().ContextWindow)
-		}
-	})
+	if tokens != nil {
+		s.Log().Observe(func(ev surface.Event) {
+			if ev.Type == surface.TypeStepEnd {
+				p.finish()
+				tokenLine(e.stdout, tokens, a.Route().ContextWindow)
+			}
+		})
+	}
 	started := time.Now()
 	for _, text := range demoTurns {
 		switch text {

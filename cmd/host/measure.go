@@ -51,6 +51,10 @@ func tokenLine(w io.Writer, m host.Meter, window int64) {
 		return
 	}
 	b := t.Breakdown
-	fmt.Fprintf(w, "  [tokens · system %d · user %d · assistant %d · tools %d · tool results %d · total %d / %d (%s, %s)]\n",
-		b.System, b.User, b.Assistant, b.Tools, b.ToolResults, t.TotalTokens, window, t.Tokenizer, t.Baseline)
+	how := t.Baseline
+	if t.Tokenizer != "" {
+		how = t.Tokenizer + ", " + how
+	}
+	fmt.Fprintf(w, "  [tokens · system %d · user %d · assistant %d · tools %d · tool results %d · total %d / %d (%s)]\n",
+		b.System, b.User, b.Assistant, b.Tools, b.ToolResults, t.TotalTokens, window, how)
 }

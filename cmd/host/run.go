@@ -150,22 +150,31 @@ func runCmd(e *env, args []string) error {
 	defer s.Close()
 	cwd, _ := os.Getwd()
 	out := newPrinter(e.stdout)
-	tokens, err := newMeter(map[string]string{route.Provider + "/" + route.Model: cfg.Models[cfg.Model].Tokenizer})
+	ctx := context.Background()
+	log := config.NewLogger(cfg.Log, e.stderr)
+	set, err := loadPlugins(ctx, cfg, log, routeOverrides(cfg, route))
 	if err != nil {
 		return err
 	}
-	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: &host.SectionPrompt{},
+	defer set.Close(ctx)
+	prov, err := set.forSession(s)
+	if err != nil {
+		return err
+	}
+	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: prov.prompt,
 		Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
-		Meter: tokens, Logger: config.NewLogger(cfg.Log, e.stderr)})
+		Compactors: prov.compactors, Meter: prov.meter, Logger: log})
 	if err != nil {
 		return err
 	}
-	s.Log().Observe(func(ev surface.Event) {
-		if ev.Type == surface.TypeStepEnd {
-			out.finish()
-			tokenLine(e.stderr, tokens, route.ContextWindow)
-		}
-	})
+	if prov.meter != nil {
+		s.Log().Observe(func(ev surface.Event) {
+			if ev.Type == surface.TypeStepEnd {
+				out.finish()
+				tokenLine(e.stderr, prov.meter, route.ContextWindow)
+			}
+		})
+	}
 	s.Log().Observe(out.event)
 	if interactive {
 		return chat(e, a, out, path)

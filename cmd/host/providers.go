@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/go-json-experiment/json"
+	"github.com/hashicorp/go-hclog"
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/plugin"
+	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/plugins"
+)
+
+// pluginSet is the configured plugins, loaded once into one runtime.
+type pluginSet struct {
+	rt     *plugin.Runtime
+	loaded []*provider.Plugin
+}
+
+// loadPlugins loads every enabled plugin of the configuration: first-party
+// ones from the modules embedded in this binary, others from their .wasm
+// files. overrides replaces the configuration of named plugins.
+func loadPlugins(ctx context.Context, cfg *config.Config, log hclog.Logger, overrides map[string][]byte) (*pluginSet, error) {
+	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20), plugin.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	set := &pluginSet{rt: rt}
+	for _, p := range cfg.Plugins {
+		if !p.Enabled {
+			continue
+		}
+		wasm := plugins.FirstParty[p.Name]
+		if !p.Builtin() {
+			if wasm, err = os.ReadFile(p.Path); err != nil {
+				set.Close(ctx)
+				return nil, fmt.Errorf("plugin %q: %w", p.Name, err)
+			}
+		} else if wasm == nil {
+			set.Close(ctx)
+			return nil, fmt.Errorf("plugin %q has no path and is not a first-party plugin (%s, %s, %s)", p.Name,
+				plugins.SystemPrompt, plugins.CompactionBasic, plugins.TokenMeter)
+		}
+		conf := []byte(p.Config)
+		if o, ok := overrides[p.Name]; ok {
+			conf = o
+		}
+		lp, err := provider.Load(ctx, rt, provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: conf,
+			Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Output: int(cfg.Sandbox.OutputLimitKiB) << 10}},
+			provider.WithLogger(config.PluginLogger(log, p.Name)))
+		if err != nil {
+			set.Close(ctx)
+			return nil, err
+		}
+		set.loaded = append(set.loaded, lp)
+	}
+	return set, nil
+}
+
+// providers are one session's providers.
+type providers struct {
+	prompt     host.SystemPromptProvider
+	compactors []host.CompactionProvider
+	meter      host.Meter
+}
+
+// forSession makes the session's adapters: the last enabled prompt plugin
+// renders the prompt, every compaction plugin acts in order, the last
+// meter counts.
+func (set *pluginSet) forSession(s *host.Session) (*providers, error) {
+	out := &providers{}
+	for _, p := range set.loaded {
+		switch p.Role() {
+		case provider.RoleSystemPrompt:
+			sp, err := p.SystemPrompt(s)
+			if err != nil {
+				return nil, err
+			}
+			out.prompt = sp
+		case provider.RoleCompaction:
+			c, err := p.Compaction()
+			if err != nil {
+				return nil, err
+			}
+			out.compactors = append(out.compactors, c)
+		case provider.RoleTokenMeter:
+			m, err := p.Meter(s)
+			if err != nil {
+				return nil, err
+			}
+			out.meter = m
+		}
+	}
+	if out.prompt == nil {
+		out.prompt = &host.SectionPrompt{}
+	}
+	return out, nil
+}
+
+// Close unloads the plugins and the runtime.
+func (set *pluginSet) Close(ctx context.Context) {
+	for _, p := range set.loaded {
+		p.Close(ctx)
+	}
+	set.rt.Close(ctx)
+}
+
+// meterConfig is the token-meter plugin's configuration for a route's
+// tokenizer choice.
+func meterConfig(route host.Route, tokenizer string) []byte {
+	b, _ := json.Marshal(map[string]any{"routes": map[string]string{route.Provider + "/" + route.Model: tokenizer}})
+	return b
+}
+
+// routeOverrides adapts plugin configuration to the selected route: the
+// meter prices the route with its configured tokenizer, and the offline
+// model's small window gets a compaction headroom that fits it (unless the
+// configuration sets compaction-basic's own).
+func routeOverrides(cfg *config.Config, route host.Route) map[string][]byte {
+	out := map[string][]byte{"token-meter": meterConfig(route, cfg.Models[cfg.Model].Tokenizer)}
+	if p, ok := cfg.Plugin("compaction-basic"); ok && len(p.Config) <= 2 && route.Provider == "offline" {
+		out["compaction-basic"] = []byte(fmt.Sprintf(`{"headroomTokens": %d}`, route.ContextWindow/8))
+	}
+	return out
+}
