@@ -238,3 +238,41 @@ func TestPluginsCommand(t *testing.T) {
 	require.Contains(t, r.stderr, "sock_accept")
 	require.Contains(t, r.stderr, "not allowed")
 }
+
+func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
+	dir := t.TempDir()
+	pruner := buildGuest(t, "./examples/pruner", dir)
+	conf := filepath.Join(dir, "weir.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte(`plugins:
+  - name: compaction-basic
+    enabled: false
+  - name: pruner
+    path: `+pruner+`
+    role: compaction
+    config:
+      minBytes: 10
+      keepRecent: 0
+      triggerRatio: 0.001
+      maxPerCall: 8
+`), 0o644))
+	r := runHost(t, dir, "", "plugins", "list", "--config", conf)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "pruner")
+	require.Regexp(t, `compaction-basic\s+compaction\s+disabled`, r.stdout)
+
+	file := filepath.Join(dir, "s.jsonl")
+	script := "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
+	for _, q := range []string{"what files are here?", "thanks", "and again"} {
+		r := runHost(t, dir, "", "run", "--config", conf, "--model", script, "--session", file, q)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	out := runHost(t, dir, "", "replay", "--json", file)
+	require.Equal(t, 0, out.code, out.stderr)
+	var rep replayJSON
+	require.NoError(t, json.Unmarshal([]byte(out.stdout), &rep))
+	require.Equal(t, "system", rep.Messages[0].Role, "node 0 is still the system prompt")
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"type":"compaction/prune"`, "the pruner rewrote the old tool result")
+	require.GreaterOrEqual(t, rep.ReplaceGeneration, uint64(1))
+}
