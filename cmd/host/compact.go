@@ -47,15 +47,11 @@ func compactCmd(e *env, args []string) error {
 	defer s.Close()
 	ctx := context.Background()
 	log := config.NewLogger(cfg.Log, e.stderr)
-	set, err := loadPlugins(ctx, cfg, log, routeOverrides(cfg, route))
+	set, prov, err := routeProviders(ctx, cfg, route, s, log)
 	if err != nil {
 		return err
 	}
 	defer set.Close(ctx)
-	prov, err := set.forSession(s)
-	if err != nil {
-		return err
-	}
 	if len(prov.compactors) == 0 {
 		return fmt.Errorf("no compaction plugin is enabled in the configuration")
 	}

@@ -126,3 +126,18 @@ func routeOverrides(cfg *config.Config, route host.Route) map[string][]byte {
 	}
 	return out
 }
+
+// routeProviders loads the configured plugins for the selected route and
+// makes one session's providers. Close the returned set when done.
+func routeProviders(ctx context.Context, cfg *config.Config, route host.Route, s *host.Session, log hclog.Logger) (*pluginSet, *providers, error) {
+	set, err := loadPlugins(ctx, cfg, log, routeOverrides(cfg, route))
+	if err != nil {
+		return nil, nil, err
+	}
+	prov, err := set.forSession(s)
+	if err != nil {
+		set.Close(ctx)
+		return nil, nil, err
+	}
+	return set, prov, nil
+}

@@ -152,15 +152,11 @@ func runCmd(e *env, args []string) error {
 	out := newPrinter(e.stdout)
 	ctx := context.Background()
 	log := config.NewLogger(cfg.Log, e.stderr)
-	set, err := loadPlugins(ctx, cfg, log, routeOverrides(cfg, route))
+	set, prov, err := routeProviders(ctx, cfg, route, s, log)
 	if err != nil {
 		return err
 	}
 	defer set.Close(ctx)
-	prov, err := set.forSession(s)
-	if err != nil {
-		return err
-	}
 	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: prov.prompt,
 		Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
 		Compactors: prov.compactors, Meter: prov.meter, Logger: log})
