@@ -1,4 +1,4 @@
 // Package embed shows a Go program that embeds Weir's host as a library:
-// its own Go tool, the offline model, the default providers, and a session
-// kept in memory. See example_test.go; "go test ./examples/embed" runs it.
+// its own Go tool, the offline model, the three default providers as
+// sandboxed WebAssembly plugins, and a session kept in memory. See example_test.go; "go test ./examples/embed" runs it.
 package embed

@@ -8,6 +8,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/host/plugin"
+	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/plugins"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -28,18 +31,49 @@ const script = `{"replies": [
 ]}`
 
 func Example() {
+	ctx := context.Background()
 	model, err := llm.ParseScript([]byte(script))
 	if err != nil {
 		panic(err)
 	}
 	// A session in memory; host.OpenFile keeps one in a durable file instead.
 	s := host.NewSession("embedded", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
+
+	// The default providers are WebAssembly plugins embedded in the host's
+	// module: load them into one sandboxed runtime and adapt them.
+	rt, err := plugin.NewRuntime(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close(ctx)
+	load := func(name string, role provider.Role, config string) *provider.Plugin {
+		p, err := provider.Load(ctx, rt, provider.Spec{Name: name, Role: role, Wasm: plugins.FirstParty[name], Config: []byte(config)})
+		if err != nil {
+			panic(err)
+		}
+		return p
+	}
+	prompt, err := load(plugins.SystemPrompt, provider.RoleSystemPrompt, "").SystemPrompt(s)
+	if err != nil {
+		panic(err)
+	}
+	compaction, err := load(plugins.CompactionBasic, provider.RoleCompaction, `{"headroomTokens": 1024}`).Compaction()
+	if err != nil {
+		panic(err)
+	}
+	meter, err := load(plugins.TokenMeter, provider.RoleTokenMeter, "").Meter(s)
+	if err != nil {
+		panic(err)
+	}
+
 	agent, err := host.NewAgent(s, host.Config{
-		Route:    host.Route{Provider: "offline", Model: "script", ContextWindow: 8192},
-		Model:    llm.NewScripted(model),
-		Prompt:   &host.SectionPrompt{},
-		Sections: []host.Section{{Key: "base", Text: "You are terse."}},
-		Tools:    []host.Tool{shout},
+		Route:      host.Route{Provider: "offline", Model: "script", ContextWindow: 8192},
+		Model:      llm.NewScripted(model),
+		Prompt:     prompt,
+		Sections:   []host.Section{{Key: "base", Text: "You are terse."}},
+		Tools:      []host.Tool{shout},
+		Compactors: []host.CompactionProvider{compaction},
+		Meter:      meter,
 	})
 	if err != nil {
 		panic(err)
@@ -55,6 +89,11 @@ func Example() {
 	// Every request is a pure function of the log.
 	req, _ := host.BuildRequest(s.Log(), s.ID())
 	fmt.Println("next request:", len(req.Messages), "messages, first is", req.Messages[0].Role)
+	m, err := meter.Measure(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("surface tokens:", m.SurfaceTokens > 0)
 	// Output:
 	// turn 1 completed in 2 steps
 	// system    You are terse.
@@ -63,6 +102,7 @@ func Example() {
 	// user      ← {"TEXT":"HELLO"}
 	// assistant Done: the tool shouted for me.
 	// next request: 5 messages, first is system
+	// surface tokens: true
 }
 
 func describe(m *surface.Message) string {
