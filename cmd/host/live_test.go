@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/llm/llmtest"
+)
+
+// liveCmd runs the built command against the loopback server.
+func liveCmd(t *testing.T, dir, url string, args ...string) *exec.Cmd {
+	base := []string{"run", "--base-url", url, "--provider", "test", "--model", "test-model", "--api-key-env", "WEIR_TEST_KEY"}
+	cmd := exec.Command(hostBin, append(base, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "WEIR_TEST_KEY=sk-live-test-secret-0123456789")
+	return cmd
+}
+
+func TestRunAgainstLoopbackServer(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.jsonl")
+	srv.Push(llmtest.TextReply(20, 3, "Hello ", "from the ", "server."))
+	out, err := liveCmd(t, dir, srv.URL(), "--session", file, "hi").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "assistant: Hello from the server.")
+	require.Contains(t, string(out), "turn 1: completed")
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, "Bearer sk-live-test-secret-0123456789", reqs[0].Header.Get("Authorization"))
+
+	// The body the server got is exactly what "host request" rebuilds.
+	r := runHost(t, dir, "", "request", file, "--at", seqOf(t, file, `"type":"assistant/message"`))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, string(reqs[0].Body), r.stdout)
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "sk-live-test-secret", "the key never enters the log")
+
+	// A failure is reported with its code and the session stays usable.
+	srv.Push(llmtest.Unauthorized())
+	out, err = liveCmd(t, dir, srv.URL(), "--session", file, "again").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "AUTH")
+	require.NotContains(t, string(out), "sk-live-test-secret")
+}
+
+func TestRunCancelledMidStreamThenResumed(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.jsonl")
+	slow := llmtest.Stream(llmtest.Role(), llmtest.Text("Partial "), llmtest.Text("answer "), llmtest.Text("never finished"), llmtest.Finish("stop"))
+	slow.Gap = 2 * time.Second
+	srv.Push(slow)
+
+	cmd := liveCmd(t, dir, srv.URL(), "--session", file, "tell me a long story")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	br := bufio.NewReader(stdout)
+	seen := ""
+	for !strings.Contains(seen, "Partial") {
+		b, err := br.ReadByte()
+		require.NoError(t, err, "stdout so far: %q", seen)
+		seen += string(b)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	go func() { br.WriteTo(os.Stderr) }() // drain the rest so the process can exit
+	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+	require.Contains(t, stderr.String(), "aborted")
+
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"interrupted":true`)
+	require.Contains(t, string(raw), `"kind":"aborted"`)
+
+	// The session resumes: the next run logs a resume header and completes.
+	srv.Push(llmtest.TextReply(30, 2, "Resumed."))
+	out, err := liveCmd(t, dir, srv.URL(), "--session", file, "continue").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "Resumed.")
+	raw, err = os.ReadFile(file)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"reason":"resume"`)
+	// The resumed request carries the interrupted prefix the user saw.
+	last := srv.Requests()[len(srv.Requests())-1]
+	require.Contains(t, string(last.Body), "Partial")
+}
+
+// seqOf returns the seq (as text) of the first line of file containing sub.
+func seqOf(t *testing.T, file, sub string) string {
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, sub) {
+			i := strings.Index(line, `"seq":`)
+			j := strings.Index(line[i:], ",")
+			return line[i+6 : i+j]
+		}
+	}
+	t.Fatalf("no line with %s", sub)
+	return ""
+}
