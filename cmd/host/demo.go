@@ -43,10 +43,12 @@ func demoCmd(e *env, args []string) error {
 	out := fs.String("out", "", "session file to write (default: a new file under .weir/sessions)")
 	configFile := fs.String("config", "", "configuration file (only log and sessions.dir apply: the demo's route and prompt are scripted)")
 	fixed := fs.Bool("fixed-clock", false, "use a fixed clock, counter ids and examples/offline as the tools' folder, so the session file is reproducible")
+	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
+	fs.String("log-format", "", "log format: text or json")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
 	}
-	cfg, _, err := config.Load(config.Options{File: *configFile})
+	cfg, _, err := config.Load(config.Options{File: *configFile, Flags: config.FlagsFrom(fs, map[string]string{"log-level": "log.level", "log-format": "log.format"})})
 	if err != nil {
 		return configError(e, "demo", err)
 	}

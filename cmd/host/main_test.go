@@ -276,3 +276,22 @@ func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
 	require.Contains(t, string(raw), `"type":"compaction/prune"`, "the pruner rewrote the old tool result")
 	require.GreaterOrEqual(t, rep.ReplaceGeneration, uint64(1))
 }
+
+func TestJSONLogsStayOnStderr(t *testing.T) {
+	dir := t.TempDir()
+	script := "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
+	r := runHost(t, dir, "", "run", "--log-level", "debug", "--log-format", "json", "--model", script,
+		"--session", filepath.Join(dir, "s.jsonl"), "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	logs := 0
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.HasPrefix(line, "{") {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+			require.Contains(t, m, "@level")
+			logs++
+		}
+	}
+	require.Positive(t, logs, "debug logs were written")
+	require.NotContains(t, r.stdout, `"@level"`, "logs never mix into standard output")
+}

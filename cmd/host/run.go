@@ -36,6 +36,7 @@ type runOptions struct {
 var runFlagKeys = map[string]string{
 	"route": "model", "model": "route.model", "provider": "route.provider", "base-url": "route.baseURL",
 	"api-key-env": "route.apiKeyEnv", "context-window": "route.contextWindow", "max-tokens": "route.maxTokens",
+	"log-level": "log.level", "log-format": "log.format",
 }
 
 func (o *runOptions) flags(fs *flag.FlagSet) {
@@ -50,6 +51,8 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.Int64("max-tokens", 0, "completion cap per request (0: provider default)")
 	fs.StringVar(&o.session, "session", "", "session file (created when missing, resumed when present); default a new file under sessions.dir")
 	fs.StringVar(&o.system, "system", "", `system prompt replacing the configured sections ("" for none)`)
+	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
+	fs.String("log-format", "", "log format: text or json")
 }
 
 func (o *runOptions) set(name string) bool {
