@@ -169,7 +169,7 @@ func TestF64_ToolsAndPromptChangeTogether(t *testing.T) {
 
 func TestF65_CompactionAndConfigChangeBetweenTurns(t *testing.T) {
 	armed := false
-	comp := &checkpointCompactor{when: func(*View, CompactionRequest) bool { return armed }}
+	comp := &checkpointCompactor{when: func(*View, CompactionRequest) bool { return armed }, keepNone: true}
 	h := newHarness(t, "sys", func(c *Config) { c.Compactors = []CompactionProvider{comp} })
 	h.turn("one")
 	_, err := h.a.RequestChain.Add("max-tokens", func(_ context.Context, c surface.CallConfig) (surface.CallConfig, error) {

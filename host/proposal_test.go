@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -85,4 +86,29 @@ func TestRejectedProposalsLeaveTheLogUntouched(t *testing.T) {
 			h.checkReconstruction()
 		})
 	}
+}
+
+func TestCompactionThatDoesNotShrinkIsRefused(t *testing.T) {
+	armed := false
+	liar := &lyingCompactor{}
+	h := newHarness(t, "sys", func(cfg *Config) { cfg.Compactors = []CompactionProvider{liar} })
+	liar.propose = func(v *View) []surface.Proposal {
+		if !armed {
+			return nil
+		}
+		n := v.Nodes()
+		data, _ := surface.Data(surface.Message{ID: "cp", Role: "user", Source: surface.Source{Kind: "plugin", Plugin: "compact"},
+			Content: []surface.Block{surface.Text(strings.Repeat("a long checkpoint ", 100))}})
+		return []surface.Proposal{{Type: surface.TypeUserMessage, Data: data, Op: surface.Replace(n[1].Seq, n[2].Seq),
+			Sources: []int64{n[1].Seq, n[2].Seq}}}
+	}
+	h.turn("one")
+	before := h.s.Log().Nodes()
+	armed = true
+	require.Equal(t, surface.EndCompleted, h.turn("two").Reason.Kind)
+	fails := h.events(surface.TypePluginFailure)
+	require.Len(t, fails, 1)
+	require.Contains(t, string(fails[0].Data), "is not smaller than the 2 node(s) it replaces")
+	require.Equal(t, before, h.s.Log().Nodes()[:len(before)], "the surface is untouched")
+	require.Zero(t, h.s.Log().ReplaceGeneration())
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -152,6 +153,11 @@ func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event,
 			return nil, err
 		}
 	}
+	if by.Kind == ByCompaction {
+		if err := s.shrinks(by, ps); err != nil {
+			return nil, err
+		}
+	}
 	evs, err := s.log.AppendBatch(ps)
 	if err != nil {
 		if by.Kind == ByLoop {
@@ -245,3 +251,50 @@ func (s *Session) Repair() ([]surface.Event, error) {
 	s.pending = append(s.pending, evs...)
 	return evs, s.flushLocked()
 }
+
+// shrinks checks that every replacement a compaction provider proposes is
+// smaller than the nodes it shadows, by the fixed estimate of spec 12.1
+// applied to the messages' JSON: a compaction that does not reduce the
+// surface is refused, whatever the provider believes. Ranges that are not
+// on the current surface (a later pass of the same batch) are left to
+// admission.
+func (s *Session) shrinks(by Proposer, ps []surface.Proposal) error {
+	var nodes []surface.NodeInfo
+	for i, p := range ps {
+		if p.Op.Kind != surface.OpReplace {
+			continue
+		}
+		if nodes == nil {
+			nodes = s.log.Surface()
+		}
+		from, to := -1, -1
+		for k, n := range nodes {
+			if n.Seq == p.Op.Start {
+				from = k
+			}
+			if n.Seq == p.Op.End {
+				to = k
+			}
+		}
+		if from < 0 || to < from {
+			continue
+		}
+		var old int64
+		for _, n := range nodes[from : to+1] {
+			if e, ok := s.log.Event(n.Seq); ok {
+				old += estimate(e.Data)
+			}
+		}
+		if neu := estimate(p.Data); neu >= old {
+			return fmt.Errorf("%s: proposal %d (%s) is not smaller than the %d node(s) it replaces: about %d tokens for %d: %w",
+				by, i, p.Type, to-from+1, neu, old, ErrNotSmaller)
+		}
+	}
+	return nil
+}
+
+// ErrNotSmaller is the error of a compaction that would not shrink the surface.
+var ErrNotSmaller = errors.New("a compaction must shrink the surface")
+
+// estimate is the fixed token estimate of a JSON value: UTF-16 length / 4.
+func estimate(b []byte) int64 { return int64((tokenizer.UTF16Len(string(b)) + 3) / 4) }

@@ -260,6 +260,11 @@ func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
 	require.Contains(t, r.stdout, "pruner")
 	require.Regexp(t, `compaction-basic\s+compaction\s+disabled`, r.stdout)
 
+	// Give list_files a result worth pruning.
+	for i := range 12 {
+		name := fmt.Sprintf("a-file-with-a-rather-long-descriptive-name-%02d.txt", i)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+	}
 	file := filepath.Join(dir, "s.jsonl")
 	script := "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
 	for _, q := range []string{"what files are here?", "thanks", "and again"} {

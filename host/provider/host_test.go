@@ -40,8 +40,10 @@ type fixedMeter struct{ s *host.Session }
 func (m *fixedMeter) ID() string                           { return "fixed" }
 func (m *fixedMeter) Observe(events []surface.Event) error { return nil }
 func (m *fixedMeter) Measure(context.Context, *surface.Header) (*host.Measurement, error) {
+	e := int64(-3)
 	out := &host.Measurement{Baseline: "estimated", LogRevision: m.s.Log().NextSeq(),
-		Breakdown: host.Breakdown{System: 1, User: 2, Assistant: 3, ToolResults: 4, Tools: 5}}
+		Breakdown:     host.Breakdown{System: 1, User: 2, Assistant: 3, ToolResults: 4, Tools: 5},
+		EstimateError: &e, Tokenizer: "fixed"}
 	for _, seq := range m.s.Log().Nodes() {
 		out.Nodes = append(out.Nodes, host.NodeTokens{Seq: seq, Tokens: seq + 1, HeuristicTokens: seq + 2})
 		out.TotalTokens += seq + 1
@@ -128,7 +130,11 @@ func TestHostAnswersFromTheView(t *testing.T) {
 		// The meter's measurement, and then its node counts in the surface.
 		m, err := h.Measure(ctx)
 		require.NoError(t, err)
-		require.Equal(t, abi.Breakdown{SystemTokens: 1, ToolsTokens: 5, MessageTokens: 9}, m.Breakdown)
+		require.Equal(t, abi.Breakdown{SystemTokens: 1, ToolsTokens: 5, MessageTokens: 9,
+			UserTokens: 2, AssistantTokens: 3, ToolResultTokens: 4}, m.Breakdown)
+		require.True(t, m.HasEstimateError)
+		require.Equal(t, int64(-3), m.EstimateError)
+		require.Equal(t, "fixed", m.Tokenizer)
 		require.Equal(t, abi.BaselineEstimated, m.Baseline.Kind)
 		require.Len(t, m.Nodes, len(infos))
 		h2 := provider.NewHost(v, abi.KindCompaction, "probe", req.Route)

@@ -12,6 +12,9 @@ import (
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/plugins/token-meter/meter"
+	tmnative "github.com/weirhost/weir/plugins/token-meter/native"
+	"github.com/weirhost/weir/sdk/plugintest"
 	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
 )
@@ -200,4 +203,50 @@ func TestCompactionReasonsMapToMethods(t *testing.T) {
 	require.Empty(t, l.failures())
 	require.Equal(t, strconv.Itoa(len(got)), string(comp.State(l.s.ID())))
 	l.checkReconstruction()
+}
+
+// TestWASMMeterMatchesNative checks that the first-party token meter, as
+// WebAssembly through the adapter, measures what its native build
+// measures on a session with a tool result and a usage anchor: breakdown
+// split, estimate error and tokenizer name included.
+func TestWASMMeterMatchesNative(t *testing.T) {
+	built := firstParty(t)
+	require.Contains(t, built, "token-meter")
+	p, err := provider.Load(context.Background(), plugintest.Runtime(t), provider.Spec{
+		Name: "token-meter", Role: provider.RoleTokenMeter, Wasm: built["token-meter"]})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+
+	g := newGen(t)
+	g.turn(2)
+	g.open()
+	turn := g.turnNo
+	g.add(surface.TypeStepStart, ref{turn, 1}, surface.Op{}, nil)
+	g.add(surface.TypeUserMessage, surface.Message{ID: g.id(), Role: surface.RoleUser, Source: surface.Source{Kind: "user"},
+		Content: []surface.Block{surface.Text("run echo")}}, surface.Append, nil)
+	g.add(surface.TypeAssistantMessage, surface.StepMessage{Turn: turn, Step: 1, Usage: &surface.Usage{Input: 180, Output: 9},
+		Message: surface.Message{ID: g.id(), Role: surface.RoleAssistant, Source: surface.Source{Kind: "model", Provider: "test", Model: "m1"},
+			Content: []surface.Block{surface.ToolCall("c1", "echo", `{"x":1}`)}}}, surface.Append, nil)
+	g.add(surface.TypeToolCall, map[string]any{"turn": turn, "step": 1, "callId": "c1", "name": "echo", "arguments": `{"x":1}`}, surface.Op{}, nil)
+	g.add(surface.TypeToolResult, surface.StepMessage{Turn: turn, Step: 1, Message: surface.Message{ID: g.id(), Role: surface.RoleUser,
+		Source: surface.Source{Kind: "tool", CallID: "c1"}, Content: []surface.Block{surface.ToolResult("c1", false, surface.Text("echo "+filler))}}},
+		surface.Append, nil)
+	g.add(surface.TypeStepEnd, ref{turn, 1}, surface.Op{}, nil)
+
+	wasm, err := p.Meter(g.s)
+	require.NoError(t, err)
+	got, err := wasm.Measure(context.Background(), nil)
+	require.NoError(t, err)
+	nat, err := tmnative.New(meter.Config{})
+	require.NoError(t, err)
+	require.NoError(t, nat.Observe(g.s.Log().Events()))
+	want, err := nat.Measure(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NotNil(t, got.EstimateError, "a call reported usage")
+	require.NotEmpty(t, got.Tokenizer)
+	for name, n := range map[string]int64{"system": got.Breakdown.System, "user": got.Breakdown.User,
+		"assistant": got.Breakdown.Assistant, "tool results": got.Breakdown.ToolResults} {
+		require.Positive(t, n, name)
+	}
 }

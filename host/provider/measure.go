@@ -9,8 +9,8 @@ import (
 )
 
 // toABIMeasurement converts a host measurement for the measure import. The
-// ABI's breakdown has one message category: user, assistant and tool
-// results are summed into it.
+// breakdown carries user, assistant and tool results both summed (the
+// message category of minor 0) and split (minor 1).
 func toABIMeasurement(m *host.Measurement) (*abi.Measurement, error) {
 	out := &abi.Measurement{
 		LogRevision:        m.LogRevision,
@@ -20,10 +20,17 @@ func toABIMeasurement(m *host.Measurement) (*abi.Measurement, error) {
 		SurfaceTokens:      m.SurfaceTokens,
 		Nodes:              make([]abi.NodeTokens, len(m.Nodes)),
 		Breakdown: abi.Breakdown{
-			SystemTokens:  m.Breakdown.System,
-			ToolsTokens:   m.Breakdown.Tools,
-			MessageTokens: m.Breakdown.User + m.Breakdown.Assistant + m.Breakdown.ToolResults,
+			SystemTokens:     m.Breakdown.System,
+			ToolsTokens:      m.Breakdown.Tools,
+			MessageTokens:    m.Breakdown.User + m.Breakdown.Assistant + m.Breakdown.ToolResults,
+			UserTokens:       m.Breakdown.User,
+			AssistantTokens:  m.Breakdown.Assistant,
+			ToolResultTokens: m.Breakdown.ToolResults,
 		},
+		Tokenizer: m.Tokenizer,
+	}
+	if m.EstimateError != nil {
+		out.EstimateError, out.HasEstimateError = *m.EstimateError, true
 	}
 	switch m.Baseline {
 	case "none", "":
@@ -41,11 +48,14 @@ func toABIMeasurement(m *host.Measurement) (*abi.Measurement, error) {
 	return out, nil
 }
 
-// fromABIMeasurement converts a plugin's measurement. The ABI gives one
-// message category; it is split by the type of each priced node (looked
-// up with typeOf): assistant/message nodes count as Assistant, tool/result
-// nodes as ToolResults, the rest (user messages, earlier system messages)
-// as User. The ABI carries no tokenizer name and no estimate error.
+// fromABIMeasurement converts a plugin's measurement, with its estimate
+// error and tokenizer name when the plugin sends them. The breakdown's
+// user/assistant/tool-result split is the plugin's when it adds up to the
+// message total (abi.Breakdown.HasSplit). Otherwise (a meter of ABI minor
+// 0 sends only the total) the total is split by the type of each priced
+// node (looked up with typeOf): assistant/message nodes count as
+// Assistant, tool/result nodes as ToolResults, the rest (user messages,
+// earlier system messages) as User.
 func fromABIMeasurement(m *abi.Measurement, typeOf func(seq int64) string) (*host.Measurement, error) {
 	out := &host.Measurement{
 		LogRevision:        m.LogRevision,
@@ -55,6 +65,11 @@ func fromABIMeasurement(m *abi.Measurement, typeOf func(seq int64) string) (*hos
 		SurfaceTokens:      m.SurfaceTokens,
 		Nodes:              make([]host.NodeTokens, len(m.Nodes)),
 		Breakdown:          host.Breakdown{System: m.Breakdown.SystemTokens, Tools: m.Breakdown.ToolsTokens},
+		Tokenizer:          m.Tokenizer,
+	}
+	if m.HasEstimateError {
+		e := m.EstimateError
+		out.EstimateError = &e
 	}
 	switch m.Baseline.Kind {
 	case abi.BaselineNone:
@@ -66,17 +81,24 @@ func fromABIMeasurement(m *abi.Measurement, typeOf func(seq int64) string) (*hos
 	default:
 		return nil, fmt.Errorf("malformed measurement: unknown baseline kind %d", m.Baseline.Kind)
 	}
-	var assistant, tools int64
 	for i, n := range m.Nodes {
 		out.Nodes[i] = host.NodeTokens{Seq: n.Seq, Tokens: n.Tokens, HeuristicTokens: n.HeuristicTokens}
-		if typeOf == nil {
-			continue
-		}
-		switch typeOf(n.Seq) {
-		case surface.TypeAssistantMessage:
-			assistant += n.Tokens
-		case surface.TypeToolResult:
-			tools += n.Tokens
+	}
+	if m.Breakdown.HasSplit() {
+		out.Breakdown.User = m.Breakdown.UserTokens
+		out.Breakdown.Assistant = m.Breakdown.AssistantTokens
+		out.Breakdown.ToolResults = m.Breakdown.ToolResultTokens
+		return out, nil
+	}
+	var assistant, tools int64
+	if typeOf != nil {
+		for _, n := range m.Nodes {
+			switch typeOf(n.Seq) {
+			case surface.TypeAssistantMessage:
+				assistant += n.Tokens
+			case surface.TypeToolResult:
+				tools += n.Tokens
+			}
 		}
 	}
 	msgs := m.Breakdown.MessageTokens
