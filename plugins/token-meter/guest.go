@@ -172,7 +172,12 @@ func toABI(m *meter.Measurement) *sdk.Measurement {
 		SurfaceTokens:      m.SurfaceTokens,
 		Nodes:              make([]abi.NodeTokens, len(m.Nodes)),
 		Breakdown: abi.Breakdown{SystemTokens: m.Breakdown.System, ToolsTokens: m.Breakdown.Tools,
-			MessageTokens: m.Breakdown.User + m.Breakdown.Assistant + m.Breakdown.ToolResults},
+			MessageTokens: m.Breakdown.User + m.Breakdown.Assistant + m.Breakdown.ToolResults,
+			UserTokens:    m.Breakdown.User, AssistantTokens: m.Breakdown.Assistant, ToolResultTokens: m.Breakdown.ToolResults},
+		Tokenizer: m.Tokenizer,
+	}
+	if m.EstimateError != nil {
+		out.EstimateError, out.HasEstimateError = *m.EstimateError, true
 	}
 	for i, n := range m.Nodes {
 		out.Nodes[i] = abi.NodeTokens{Seq: n.Seq, Tokens: n.Tokens, HeuristicTokens: n.HeuristicTokens}

@@ -58,7 +58,10 @@
 //     reassembled from its stream record: the guest does not carry the LLM
 //     layer. The two agree whenever the loop stored the output unchanged,
 //     its normal case.
-//   - The ABI's measurement has no estimate error and no tokenizer name.
+//
+// The measurement carries everything the native one has: the estimate
+// error, the tokenizer name and the user/assistant/tool-result split of the
+// breakdown travel in the fields ABI minor 1 added.
 package main
 
 import (

@@ -207,7 +207,7 @@ func wantABI(t testing.TB, m *native.Meter, h *surface.Header) *abi.Measurement 
 	require.NoError(t, err)
 	mm := meter.Measurement{LogRevision: got.LogRevision, Baseline: got.Baseline, BaselineTokens: got.BaselineTokens,
 		SurfaceDeltaTokens: got.SurfaceDeltaTokens, TotalTokens: got.TotalTokens, SurfaceTokens: got.SurfaceTokens,
-		Breakdown: meter.Breakdown(got.Breakdown)}
+		Breakdown: meter.Breakdown(got.Breakdown), EstimateError: got.EstimateError, Tokenizer: got.Tokenizer}
 	for _, n := range got.Nodes {
 		mm.Nodes = append(mm.Nodes, meter.Node(n))
 	}
@@ -267,6 +267,10 @@ func TestMatchesNative(t *testing.T) {
 			})
 			final := wantABI(t, nat, nil)
 			require.Equal(t, abi.BaselineUsage, final.Baseline.Kind, "the scenario ends on a usage anchor")
+			require.True(t, final.HasEstimateError, "calls reported usage: the estimate error travels")
+			require.Equal(t, "deepseek-v3", final.Tokenizer)
+			require.True(t, final.Breakdown.HasSplit())
+			require.NotZero(t, final.Breakdown.AssistantTokens)
 
 			// The whole log in one call (a resumed session) measures the same.
 			all := make([]abi.Event, 0, s.log.Len())

@@ -680,7 +680,10 @@ func (m *NodeTokens) Decode(b []byte) error {
 func (m *Breakdown) Encode(b []byte) []byte {
 	b = putInt64(b, 1, m.SystemTokens)
 	b = putInt64(b, 2, m.ToolsTokens)
-	return putInt64(b, 3, m.MessageTokens)
+	b = putInt64(b, 3, m.MessageTokens)
+	b = putInt64(b, 4, m.UserTokens)
+	b = putInt64(b, 5, m.AssistantTokens)
+	return putInt64(b, 6, m.ToolResultTokens)
 }
 
 // Decode replaces m with the message decoded from b.
@@ -695,6 +698,12 @@ func (m *Breakdown) Decode(b []byte) error {
 			m.ToolsTokens = d.int64()
 		case 3:
 			m.MessageTokens = d.int64()
+		case 4:
+			m.UserTokens = d.int64()
+		case 5:
+			m.AssistantTokens = d.int64()
+		case 6:
+			m.ToolResultTokens = d.int64()
 		default:
 			d.skip()
 		}
@@ -724,7 +733,10 @@ func (m *Measurement) Encode(b []byte) []byte {
 		b = m.Breakdown.Encode(b)
 		b = closeMessage(b, start)
 	}
-	return b
+	if m.HasEstimateError {
+		b = putInt64Always(b, 8, m.EstimateError)
+	}
+	return putString(b, 9, m.Tokenizer)
 }
 
 // Decode replaces m with the message decoded from b.
@@ -749,6 +761,11 @@ func (m *Measurement) Decode(b []byte) error {
 			d.message(nodes[len(nodes)-1].Decode)
 		case 7:
 			d.message(m.Breakdown.Decode)
+		case 8:
+			m.EstimateError = d.int64()
+			m.HasEstimateError = true
+		case 9:
+			m.Tokenizer = d.string()
 		default:
 			d.skip()
 		}

@@ -62,6 +62,41 @@ func TestOptionalBytesPresence(t *testing.T) {
 	require.NoError(t, n.Decode((&Node{Seq: 4, HasTokens: true}).Encode(nil)))
 	require.True(t, n.HasTokens, "a cached count of 0 tokens is still a known count")
 	require.Zero(t, n.Tokens)
+
+	var me Measurement
+	require.NoError(t, me.Decode((&Measurement{HasEstimateError: true}).Encode(nil)))
+	require.True(t, me.HasEstimateError, "an estimate error of 0 is still a known error")
+	require.Zero(t, me.EstimateError)
+	require.NoError(t, me.Decode((&Measurement{TotalTokens: 5}).Encode(nil)))
+	require.False(t, me.HasEstimateError)
+}
+
+// The minor-1 fields of Measurement survive a round trip, and a frame of a
+// minor-0 meter (no split, no estimate error, no tokenizer) decodes with
+// them absent.
+func TestMeasurementMinor1Fields(t *testing.T) {
+	in := Measurement{
+		LogRevision: 12, Baseline: Baseline{Kind: BaselineUsage, Tokens: 900}, TotalTokens: 950, SurfaceTokens: 700,
+		Nodes: []NodeTokens{{Seq: 3, Tokens: 40, HeuristicTokens: 44}},
+		Breakdown: Breakdown{SystemTokens: 100, ToolsTokens: 60, MessageTokens: 600,
+			UserTokens: 200, AssistantTokens: 150, ToolResultTokens: 250},
+		EstimateError: -17, HasEstimateError: true, Tokenizer: "o200k_base",
+	}
+	var got Measurement
+	require.NoError(t, got.Decode(in.Encode(nil)))
+	require.Equal(t, in, got)
+	require.True(t, got.Breakdown.HasSplit())
+
+	// The same measurement as a minor-0 meter writes it: fields 1 to 7 only.
+	var old []byte
+	old = protowire.AppendTag(old, 1, protowire.VarintType)
+	old = protowire.AppendVarint(old, 12)
+	old = protowire.AppendTag(old, 7, protowire.BytesType)
+	old = protowire.AppendBytes(old, (&Breakdown{SystemTokens: 100, ToolsTokens: 60, MessageTokens: 600}).Encode(nil))
+	require.NoError(t, got.Decode(old))
+	require.Equal(t, Measurement{LogRevision: 12, Breakdown: Breakdown{SystemTokens: 100, ToolsTokens: 60, MessageTokens: 600}}, got)
+	require.False(t, got.Breakdown.HasSplit(), "a minor-0 breakdown has no split")
+	require.True(t, (&Breakdown{SystemTokens: 5}).HasSplit(), "no message tokens: the empty split is exact")
 }
 
 // Sub-messages whose length needs 2 or 3 varint bytes take the shifting path
@@ -213,6 +248,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add((&Response{Status: StatusPanic, Error: "boom", Result: []byte{1, 2}}).Encode(nil))
 	f.Add((&CompactionResult{Proposals: []Proposal{{Type: "a/b", Intent: Intent{Kind: IntentReplace, StartSeq: 1, EndSeq: 2}, HasSourceEventSeqs: true, SourceEventSeqs: []int64{1, 2}}}, HasState: true}).Encode(nil))
 	f.Add((&Measurement{Nodes: []NodeTokens{{Seq: 1, Tokens: 2}}, Baseline: Baseline{Kind: BaselineUsage, Tokens: 9}}).Encode(nil))
+	f.Add((&Measurement{Breakdown: Breakdown{MessageTokens: 3, UserTokens: 1, AssistantTokens: 1, ToolResultTokens: 1}, HasEstimateError: true, Tokenizer: "cl100k_base"}).Encode(nil))
 	f.Add([]byte{0x0a, 0x02, 0x08, 0x80})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, name := range sortedKeys(goTypes) {

@@ -183,11 +183,23 @@ type NodeTokens struct {
 	HeuristicTokens int64
 }
 
-// Breakdown splits a measurement by category.
+// Breakdown splits a measurement by category. MessageTokens is the sum of
+// UserTokens, AssistantTokens and ToolResultTokens when the meter sends
+// that split (minor 1); a meter that does not leaves the three at 0.
 type Breakdown struct {
-	SystemTokens  int64
-	ToolsTokens   int64
-	MessageTokens int64
+	SystemTokens     int64
+	ToolsTokens      int64
+	MessageTokens    int64
+	UserTokens       int64
+	AssistantTokens  int64
+	ToolResultTokens int64
+}
+
+// HasSplit reports whether the message split is usable: it adds up to
+// MessageTokens. A meter without the split sends zeros, which add up only
+// when there are no message tokens to split.
+func (b *Breakdown) HasSplit() bool {
+	return b.UserTokens+b.AssistantTokens+b.ToolResultTokens == b.MessageTokens
 }
 
 // Measurement is a token meter snapshot (behaviour spec 12.2).
@@ -199,6 +211,12 @@ type Measurement struct {
 	SurfaceTokens      int64
 	Nodes              []NodeTokens
 	Breakdown          Breakdown
+	// EstimateError is the meter's estimate of the last call with usage
+	// minus that usage's total; meaningful when HasEstimateError (minor 1).
+	EstimateError    int64
+	HasEstimateError bool
+	// Tokenizer names the tokenizer that priced Nodes[i].Tokens (minor 1).
+	Tokenizer string
 }
 
 // Node describes one surface node.
