@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -241,7 +242,7 @@ func TestMatchesNative(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plugintest.LoadBytes(t, Name, wasm, append(tc.opts, plugin.WithConfig([]byte(tc.config)))...)
+			p := plugintest.LoadBytes(t, Name, wasm, append(append(unhurried(), tc.opts...), plugin.WithConfig([]byte(tc.config)))...)
 			ctx := context.Background()
 			s := newSession(t, true)
 			nat := nativeMeter(t)
@@ -294,7 +295,7 @@ func TestMatchesNative(t *testing.T) {
 // the host no longer has keep their price until the event that shadowed
 // them is folded.
 func TestObserveWithTheHostAhead(t *testing.T) {
-	p := plugintest.Load(t, ".", plugin.WithConfig([]byte(routesConfig)), plugin.WithMaxCalls(1))
+	p := plugintest.Load(t, ".", append(unhurried(), plugin.WithConfig([]byte(routesConfig)), plugin.WithMaxCalls(1))...)
 	ctx := context.Background()
 	s := newSession(t, true)
 	scenario(s, func(surface.Event) {})
@@ -358,7 +359,7 @@ func event(t testing.TB, e surface.Event) abi.Event {
 // Without count_tokens the plugin counts DeepSeek V3 itself; routes the host
 // alone can count fail the call, and the state is left as it was.
 func TestCountTokensNotGranted(t *testing.T) {
-	p := plugintest.Load(t, ".", plugin.WithConfig([]byte(routesConfig)))
+	p := plugintest.Load(t, ".", append(unhurried(), plugin.WithConfig([]byte(routesConfig)))...)
 	ctx := context.Background()
 	s := newSession(t, false)
 	nat := nativeMeter(t)
@@ -387,7 +388,7 @@ func TestCountTokensNotGranted(t *testing.T) {
 // An event the meter cannot fold stops it, as natively: the blob keeps the
 // stop and Measure reports the same error.
 func TestStopsAtABadEvent(t *testing.T) {
-	p := plugintest.Load(t, ".")
+	p := plugintest.Load(t, ".", unhurried()...)
 	ctx := context.Background()
 	bad := []abi.Event{
 		{Seq: 0, JSON: []byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`)},
@@ -405,7 +406,7 @@ func TestStopsAtABadEvent(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	p := plugintest.Load(t, ".")
+	p := plugintest.Load(t, ".", unhurried()...)
 	require.Equal(t, []abi.Kind{abi.KindTokenMeter}, p.Description().Kinds)
 	wasm := plugintest.Build(t, ".")
 	for cfg, want := range map[string]string{
@@ -426,3 +427,13 @@ func TestConfig(t *testing.T) {
 }
 
 var _ host.Meter = (*native.Meter)(nil)
+
+// unhurried gives the plugin deadlines far above its real cost, so that
+// these tests, which check results and not speed, pass on a loaded machine
+// (a fresh instance counting in the guest first loads the tokenizer).
+func unhurried() []plugin.Option {
+	return []plugin.Option{
+		plugin.WithDeadline(abi.KindUnspecified, 30*time.Second),
+		plugin.WithDeadline(abi.KindTokenMeter, 30*time.Second),
+	}
+}
