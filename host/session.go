@@ -154,6 +154,9 @@ func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event,
 		}
 	}
 	if by.Kind == ByCompaction {
+		if err := s.bracketFree(by, ps); err != nil {
+			return nil, err
+		}
 		if err := s.shrinks(by, ps); err != nil {
 			return nil, err
 		}
@@ -298,3 +301,31 @@ var ErrNotSmaller = errors.New("a compaction must shrink the surface")
 
 // estimate is the fixed token estimate of a JSON value: UTF-16 length / 4.
 func estimate(b []byte) int64 { return int64((tokenizer.UTF16Len(string(b)) + 3) / 4) }
+
+// bracketFree enforces the compaction lock (spec 11.6): a batch that opens
+// a compaction/start while the latest compaction marker is a start with no
+// end (and no session/end-seed after it, which would make it a dead
+// lifecycle) is refused, whoever proposes it.
+func (s *Session) bracketFree(by Proposer, ps []surface.Proposal) error {
+	opens := false
+	for _, p := range ps {
+		opens = opens || p.Type == surface.TypeCompactionStart
+	}
+	if !opens {
+		return nil
+	}
+	evs := s.log.Events()
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Type {
+		case surface.TypeEndSeed, surface.TypeCompactionEnd:
+			return nil
+		case surface.TypeCompactionStart:
+			return fmt.Errorf("%s: a compaction is already in progress: compaction/start at seq %d has no compaction/end: %w",
+				by, evs[i].Seq, ErrCompactionBusy)
+		}
+	}
+	return nil
+}
+
+// ErrCompactionBusy is the error of a compaction opened inside another.
+var ErrCompactionBusy = errors.New("compaction busy")
