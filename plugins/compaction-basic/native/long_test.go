@@ -9,6 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/host/plugin"
+	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/plugins"
 	"github.com/weirhost/weir/plugins/compaction-basic/compact"
 	"github.com/weirhost/weir/plugins/token-meter/meter"
 	meternative "github.com/weirhost/weir/plugins/token-meter/native"
@@ -51,20 +54,45 @@ func (m *toolLoopModel) Stream(_ context.Context, req *llm.Request, _ func(llm.D
 // result; at every step start the measured total is under the threshold;
 // and every request rebuilt from the log equals what was sent.
 func TestLongSessionUnderPressure(t *testing.T) {
-	if testing.Short() {
-		t.Skip("long session")
-	}
-	const turns = 300
+	const config = `{"headroomTokens": 500, "maxCompactionsPerWindow": 0}`
 	route := host.Route{Provider: "test", Model: "m", ContextWindow: 6000, MaxTokens: 500}
-	comp, err := New([]byte(`{"headroomTokens": 500, "maxCompactionsPerWindow": 0}`))
-	require.NoError(t, err)
-	tokens, err := meternative.New(meter.Config{Fallback: meter.Heuristic})
+	comp, err := New([]byte(config))
 	require.NoError(t, err)
 	spec, err := compactSpec(comp, route)
 	require.NoError(t, err)
 
+	t.Run("native", func(t *testing.T) {
+		tokens, err := meternative.New(meter.Config{Fallback: meter.Heuristic})
+		require.NoError(t, err)
+		s := host.NewSession("long", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
+		longSession(t, s, route, spec, comp, tokens)
+	})
+	t.Run("wasm", func(t *testing.T) {
+		// The same session with compaction-basic and the token meter as the
+		// first-party WebAssembly plugins under the real sandbox.
+		ctx := context.Background()
+		rt, err := plugin.NewRuntime(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { rt.Close(ctx) })
+		s := host.NewSession("long", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
+		cp, err := provider.Load(ctx, rt, provider.Spec{Name: plugins.CompactionBasic, Role: provider.RoleCompaction,
+			Wasm: plugins.FirstParty[plugins.CompactionBasic], Config: []byte(config)})
+		require.NoError(t, err)
+		wc, err := cp.Compaction()
+		require.NoError(t, err)
+		mp, err := provider.Load(ctx, rt, provider.Spec{Name: plugins.TokenMeter, Role: provider.RoleTokenMeter,
+			Wasm: plugins.FirstParty[plugins.TokenMeter]})
+		require.NoError(t, err)
+		wm, err := mp.Meter(s)
+		require.NoError(t, err)
+		longSession(t, s, route, spec, wc, wm)
+	})
+}
+
+// longSession runs the 300-turn session with the given providers.
+func longSession(t *testing.T, s *host.Session, route host.Route, spec int64, comp host.CompactionProvider, tokens host.Meter) {
+	const turns = 300
 	m := &toolLoopModel{}
-	s := host.NewSession("long", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
 	echo := &host.FuncTool{ToolName: "echo", Fn: func(_ context.Context, args string) (string, error) {
 		return "echoed " + args + strings.Repeat(" pad", 30), nil
 	}}
