@@ -36,6 +36,7 @@ func OpenFile(path string, opts ...SessionOption) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	orphan := openBracket(l)
 	evs, err := l.MarkSeed()
 	if err == nil && len(evs) > 0 {
 		err = st.Append(evs)
@@ -46,6 +47,16 @@ func OpenFile(path string, opts ...SessionOption) (*Session, error) {
 	}
 	s := NewSession(st.Header().ID, l, st, opts...)
 	s.closer = st.Close
+	if orphan >= 0 {
+		// The end-seed just written makes the bracket stale; say so in the
+		// log rather than closing it as if it had succeeded.
+		s.ReportFailure(Proposer{Kind: ByCompaction}, fmt.Errorf(
+			"compaction/start at seq %d was never closed before the session stopped; it is stale now and nothing of it reached the surface", orphan))
+		if err := s.Flush(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -59,4 +70,19 @@ func (s *Session) Close() error {
 	err := errors.Join(s.flushLocked(), s.closer())
 	s.closer = nil
 	return err
+}
+
+// openBracket returns the seq of a compaction/start that no compaction/end
+// or end-seed follows, or -1.
+func openBracket(l *surface.Log) int64 {
+	evs := l.Events()
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Type {
+		case surface.TypeEndSeed, surface.TypeCompactionEnd:
+			return -1
+		case surface.TypeCompactionStart:
+			return evs[i].Seq
+		}
+	}
+	return -1
 }
