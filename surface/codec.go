@@ -23,7 +23,7 @@ type Decoder struct {
 	// bytes it passes to Decode.
 	Alias bool
 
-	keys, dataKeys [][]byte // reused by the parsers
+	keys, dataKeys [][]byte   // reused by the parsers
 	slab           []prepared // prepared payloads are carved from here
 }
 
