@@ -49,6 +49,11 @@ type Config struct {
 	// MaxRetryWait caps the wait before a retry, whatever the provider's
 	// Retry-After says (default 30s).
 	MaxRetryWait time.Duration
+	// StepBudget bounds the total time the providers' calls of one step may
+	// take (prompt rendering, compaction, including its summarization); a
+	// provider that runs past it fails like any other and the step goes
+	// on. 0 means no bound beyond each call's own deadline.
+	StepBudget time.Duration
 }
 
 // PreStep is the value of the agent/pre-step waterfall: the claimed batch
@@ -97,7 +102,8 @@ type Agent struct {
 	lastCtx  *RequestContext
 	rc       runtimeContext
 	overflow int
-	retries  int // retries in the current step
+	retries  int       // retries in the current step
+	budget   time.Time // when the current step's provider budget runs out
 	toolsBy  map[string]Tool
 	schemas  []jsontext.Value
 }

@@ -13,6 +13,11 @@ import (
 // compact asks one compaction provider to act and admits its proposals all
 // or nothing. A rejected proposal leaves the log unchanged and is returned.
 func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason CompactionReason) error {
+	if reason != CompactManual {
+		var cancel context.CancelFunc
+		ctx, cancel = a.withBudget(ctx)
+		defer cancel()
+	}
 	turn, _ := a.s.log.OpenTurn()
 	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer()}
 	by := Proposer{Kind: ByCompaction, ID: c.ID()}

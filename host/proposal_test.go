@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/surface"
@@ -111,4 +112,27 @@ func TestCompactionThatDoesNotShrinkIsRefused(t *testing.T) {
 	require.Contains(t, string(fails[0].Data), "is not smaller than the 2 node(s) it replaces")
 	require.Equal(t, before, h.s.Log().Nodes()[:len(before)], "the surface is untouched")
 	require.Zero(t, h.s.Log().ReplaceGeneration())
+}
+
+// slowCompactor waits until its context ends.
+type slowCompactor struct{}
+
+func (slowCompactor) ID() string { return "slow" }
+
+func (slowCompactor) Compact(ctx context.Context, _ *View, _ CompactionRequest) ([]surface.Proposal, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestStepBudgetBoundsProviders(t *testing.T) {
+	h := newHarness(t, "sys", func(c *Config) {
+		c.StepBudget = 30 * time.Millisecond
+		c.Compactors = []CompactionProvider{slowCompactor{}}
+	})
+	res := h.turn("hello")
+	require.Equal(t, surface.EndCompleted, res.Reason.Kind, "the step goes on without the provider")
+	fails := h.events(surface.TypePluginFailure)
+	require.Len(t, fails, 1)
+	require.Contains(t, string(fails[0].Data), "deadline exceeded")
+	require.Len(t, h.model.reqs, 1, "the model call is not bound by the provider budget")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -74,6 +75,9 @@ type stepOutcome struct {
 // step runs one step (spec 8.2, in the order of spec 0 item 1).
 func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.Message) (stepOutcome, error) {
 	l := a.s.log
+	if a.cfg.StepBudget > 0 {
+		a.budget = time.Now().Add(a.cfg.StepBudget)
+	}
 	// Assemble the prompt and project runtime context.
 	asm := a.assemble()
 	rcMsg := a.rc.project(asm.Runtime, a.s.newID)
@@ -192,7 +196,17 @@ func (a *Agent) render(ctx context.Context, asm *Assembly) (string, error) {
 	if a.cfg.Prompt == nil {
 		return "", nil
 	}
+	ctx, cancel := a.withBudget(ctx)
+	defer cancel()
 	return a.cfg.Prompt.Render(ctx, asm)
+}
+
+// withBudget bounds a provider call by what is left of the step's budget.
+func (a *Agent) withBudget(ctx context.Context) (context.Context, context.CancelFunc) {
+	if a.budget.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, a.budget)
 }
 
 // toolsChanged reports whether the assembled tools differ from the latest

@@ -56,7 +56,7 @@ func compactCmd(e *env, args []string) error {
 		return fmt.Errorf("no compaction plugin is enabled in the configuration")
 	}
 	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: prov.prompt,
-		Sections: cfg.Sections(cfg.Model), Compactors: prov.compactors, Meter: prov.meter, Logger: log})
+		Sections: cfg.Sections(cfg.Model), Compactors: prov.compactors, Meter: prov.meter, Logger: log, StepBudget: cfg.Sandbox.StepBudget})
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,7 @@ func demoCmd(e *env, args []string) error {
 		Meter:      tokens,
 		OnDelta:    p.delta,
 		Logger:     log,
+		StepBudget: cfg.Sandbox.StepBudget,
 	})
 	if err != nil {
 		return err

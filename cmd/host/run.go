@@ -162,7 +162,7 @@ func runCmd(e *env, args []string) error {
 	defer set.Close(ctx)
 	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: prov.prompt,
 		Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
-		Compactors: prov.compactors, Meter: prov.meter, Logger: log})
+		Compactors: prov.compactors, Meter: prov.meter, Logger: log, StepBudget: cfg.Sandbox.StepBudget})
 	if err != nil {
 		return err
 	}
