@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/weirhost/weir/surface/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -280,7 +281,7 @@ func (s *Session) publish(buf []byte) (err error) {
 	if err = lock(tmp, s.path); err != nil {
 		return err
 	}
-	if err = publishNoReplace(tmp.Name(), s.path); err != nil {
+	if err = atomicfile.PublishNoReplace(tmp.Name(), s.path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("publish: %w: another session was created at this path; refusing to overwrite it", fs.ErrExist)
 		}
@@ -288,24 +289,12 @@ func (s *Session) publish(buf []byte) (err error) {
 	}
 	published = true
 	if s.cfg.sync {
-		if err = syncDir(dir); err != nil {
+		if err = atomicfile.SyncDir(dir); err != nil {
 			return fmt.Errorf("sync directory %s: %w", dir, err)
 		}
 	}
 	s.osf, s.f = tmp, f
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Close releases the writer's lock. A created Session that never appended

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"github.com/weirhost/weir/surface/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -101,7 +102,7 @@ func ConvertFile(in, out string, opts ...FileOption) error {
 		return err
 	}
 	published = true
-	return syncDir(dir)
+	return atomicfile.SyncDir(dir)
 }
 
 // checkOut refuses an output that is the input, or that exists when
@@ -124,9 +125,8 @@ func checkOut(in fs.FileInfo, out string, overwrite bool) error {
 }
 
 // publish moves the finished temporary file to out. Without overwrite it
-// links (which fails when out exists, so a file created meanwhile is never
-// clobbered) and removes the temporary name; on a file system without hard
-// links it renames after re-checking.
+// publishes without replacing, so a file created meanwhile is never
+// clobbered.
 func publish(tmp, out string, in fs.FileInfo, overwrite bool) error {
 	if err := checkOut(in, out, overwrite); err != nil {
 		return err
@@ -134,25 +134,11 @@ func publish(tmp, out string, in fs.FileInfo, overwrite bool) error {
 	if overwrite {
 		return os.Rename(tmp, out)
 	}
-	if err := os.Link(tmp, out); err != nil {
+	if err := atomicfile.PublishNoReplace(tmp, out); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return refuse(0, -1, "", CaseOutput, "output %s already exists; pass the overwrite option to replace it", out)
 		}
-		// No hard links on this file system: rename after the check above.
-		return os.Rename(tmp, out)
-	}
-	os.Remove(tmp) // out is published; a leftover temporary name is harmless
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return nil
 }

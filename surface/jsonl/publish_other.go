@@ -1,5 +1,0 @@
-//go:build !linux
-
-package jsonl
-
-func publishNoReplace(tmp, path string) error { return linkNoReplace(tmp, path) }
