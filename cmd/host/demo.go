@@ -158,6 +158,13 @@ func demoCmd(e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "Session file: %s\n\nInspect it:\n", path)
 	fmt.Fprintf(e.stdout, "  go run ./cmd/host replay %s\n", path)
 	fmt.Fprintf(e.stdout, "  go run ./cmd/host transcript %s\n", path)
-	fmt.Fprintf(e.stdout, "  go run ./cmd/host request %s --at <seq of an assistant/message>\n", path)
+	last := int64(-1)
+	for _, ev := range l.Events() {
+		if ev.Type == surface.TypeAssistantMessage {
+			last = ev.Seq
+		}
+	}
+	fmt.Fprintf(e.stdout, "  go run ./cmd/host request %s --at %d\n", path, last)
+	fmt.Fprintf(e.stdout, "  go run ./cmd/host inspect %s\n", path)
 	return nil
 }
