@@ -117,7 +117,10 @@ func TestF61_InHistoryWithSeriesStartReplacesHead(t *testing.T) {
 	h.prompt.text = "v2"
 	h.turn("two")
 	sys := h.events(surface.TypeSystemMessage)
-	require.Equal(t, surface.OpReplace, sys[1].Op.Kind)
+	require.Len(t, sys, 2)
+	require.Equal(t, surface.Replace(sys[0].Seq, sys[0].Seq), sys[1].Op, "the replacement covers exactly node 0")
+	require.Equal(t, []int64{sys[0].Seq}, sys[1].Sources)
+	require.Equal(t, sys[1].Seq, h.s.Log().Surface()[0].Seq, "node 0 is the new prompt")
 	require.Equal(t, []string{"initial", "series"}, h.headers())
 }
 

@@ -38,10 +38,22 @@ func TestG72_SystemMessageOrderInsideItsStep(t *testing.T) {
 		require.Equal(t, surface.TypeStepStart, evs[j].Type)
 		tt, ss := stepOf(t, evs[j])
 		require.Equal(t, [2]int64{turn, step}, [2]int64{tt, ss})
-		// Forward: the step's user messages and header come after it.
-		for _, f := range evs[j:i] {
-			require.NotContains(t, []string{surface.TypeUserMessage, surface.TypeRequestHeader}, f.Type)
+		// Forward: every user message and request/header of the step comes
+		// after it, and the step has both.
+		users, headers := 0, 0
+		for k := j + 1; evs[k].Type != surface.TypeStepEnd; k++ {
+			switch evs[k].Type {
+			case surface.TypeUserMessage:
+				users++
+			case surface.TypeRequestHeader:
+				headers++
+			default:
+				continue
+			}
+			require.Greater(t, k, i, "%s at seq %d precedes the step's system/message at seq %d", evs[k].Type, evs[k].Seq, e.Seq)
 		}
+		require.Positive(t, users, "step %d.%d has a user message", turn, step)
+		require.Positive(t, headers, "step %d.%d has a request/header", turn, step)
 	}
 	require.Equal(t, 2, checked)
 }

@@ -413,50 +413,6 @@ func parseRun(v []byte) (first, last int64, ok bool) {
 	return ns[0], ns[1], true
 }
 
-// negativeZero returns the offset of a -0 number literal (including forms
-// such as -0.0 and -0e5) outside strings in valid JSON v, or -1.
-func negativeZero(v []byte) int {
-	inStr := false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inStr = true
-		case '-':
-			if i > 0 && (v[i-1] == 'e' || v[i-1] == 'E') {
-				continue // an exponent sign, as in 1e-0
-			}
-			j := i + 1
-			zero := true
-			for ; j < len(v); j++ {
-				d := v[j]
-				if d == 'e' || d == 'E' {
-					break
-				}
-				if d >= '1' && d <= '9' {
-					zero = false
-				} else if d != '0' && d != '.' {
-					break
-				}
-			}
-			if zero {
-				return i
-			}
-			i = j - 1
-		}
-	}
-	return -1
-}
-
 // AppendEvent appends the canonical v3 JSON encoding of e (no newline) to dst.
 // Keys are written in the order type, seq, time, data, surfaceOp,
 // sourceEventSeqs, ignorable.

@@ -11,8 +11,16 @@ type enclosure struct {
 	pending  []string // tool/call ids of the open step still awaiting a result
 }
 
+// Error codes of the tool/result events that close a tool call the loop
+// never settled (spec 13.4). Each such result is an error result the model
+// sees, so every call the assistant made still has its answer.
 const (
-	CodeToolNotStarted     = "TOOL_NOT_STARTED"
+	// CodeToolNotStarted marks a call that never ran: its tool/call event was
+	// never logged: the turn was cancelled, or the process stopped, first.
+	CodeToolNotStarted = "TOOL_NOT_STARTED"
+	// CodeToolOutcomeUnknown marks a call that was started (its tool/call
+	// event is logged, and cited in sourceEventSeqs) but whose result was
+	// never recorded: the tool may or may not have had its effect.
 	CodeToolOutcomeUnknown = "TOOL_OUTCOME_UNKNOWN"
 )
 

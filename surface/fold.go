@@ -26,11 +26,10 @@ type fold struct {
 
 // transition is a planned, not yet committed, change of a fold.
 type transition struct {
-	kind      OpKind // OpNone: the event does not touch the surface
-	from, to  int    // replaced positions, inclusive
-	node      node
-	shadowed  []int64
-	countOnly bool
+	kind     OpKind // OpNone: the event does not touch the surface
+	from, to int    // replaced positions, inclusive
+	node     node
+	shadowed []int64
 }
 
 // lookupFunc returns an earlier event of the same log, or nil when it lies

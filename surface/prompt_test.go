@@ -215,15 +215,28 @@ func TestE52_EmptyRenderEmptiesEverySystemNode(t *testing.T) {
 }
 
 func TestE53_OpaqueNodesAreEmptied(t *testing.T) {
-	p := newPromptLog(t)
-	p.commitSystem(surface.Message{ID: p.newID(), Role: "system", Source: surface.Source{Kind: "plugin", Plugin: "system-prompt"},
-		Content: []surface.Block{surface.Text("a"), surface.Text("b")}}, surface.Append, nil)
-	p.user("u")
-	p.commitSystem(surface.Message{ID: p.newID(), Role: "system", Source: surface.Source{Kind: "plugin", Plugin: "system-prompt"},
-		Content: []surface.Block{{Type: "image", Unknown: []byte(`{"type":"image","url":"x"}`)}}}, surface.Append, nil)
-	cs := p.project("", false, false)
-	require.Len(t, cs, 2)
-	require.Equal(t, []string{"user"}, logRoles(p.l))
+	for _, mode := range []struct {
+		name      string
+		inHistory bool
+	}{{"in-history continuing", true}, {"replacement", false}} {
+		t.Run(mode.name, func(t *testing.T) {
+			p := newPromptLog(t)
+			head := p.commitSystem(surface.Message{ID: p.newID(), Role: "system", Source: surface.Source{Kind: "plugin", Plugin: "system-prompt"},
+				Content: []surface.Block{surface.Text("a"), surface.Text("b")}}, surface.Append, nil)
+			p.user("u")
+			later := p.commitSystem(surface.Message{ID: p.newID(), Role: "system", Source: surface.Source{Kind: "plugin", Plugin: "system-prompt"},
+				Content: []surface.Block{{Type: "image", Unknown: []byte(`{"type":"image","url":"x"}`)}}}, surface.Append, nil)
+			cs := p.project("", mode.inHistory, false)
+			// Both nodes are emptied, the later one first, each in place.
+			require.Equal(t, []string{fmt.Sprintf("replace %d \"\"", later), fmt.Sprintf("replace %d \"\"", head)}, kinds(cs))
+			for _, c := range cs {
+				require.Empty(t, c.Message.Content)
+			}
+			require.Equal(t, []string{"user"}, logRoles(p.l))
+			require.Len(t, p.l.Nodes(), 3, "the emptied nodes keep their places")
+			require.Empty(t, p.l.ProjectSystemPrompt("", p.opts(mode.inHistory, false)))
+		})
+	}
 }
 
 func TestE54_ShadowedLaterNodeIsAppendedAgain(t *testing.T) {

@@ -514,12 +514,14 @@ func TestEnvPathsStartAtTheWorkingDirectory(t *testing.T) {
 	require.NoError(t, err)
 	p, _ := cfg.Plugin("mine")
 	require.Equal(t, filepath.Join(dir, "conf", "mine.wasm"), p.Path)
+	e, _ := src.Entry("plugins[3].path")
+	require.Equal(t, config.FromFile, e.Source.Kind)
 
 	cfg, src, err = config.Load(config.Options{Dir: dir, File: "conf/weir.yaml", Env: []string{"WEIR_PLUGINS__MINE__PATH=build/other.wasm"}})
 	require.NoError(t, err)
 	p, _ = cfg.Plugin("mine")
 	require.Equal(t, filepath.Join(dir, "build", "other.wasm"), p.Path)
-	e, _ := src.Entry("plugins[3].path")
+	e, _ = src.Entry("plugins[3].path")
 	require.Equal(t, config.Source{Kind: config.FromEnv, Name: "WEIR_PLUGINS__MINE__PATH"}, e.Source)
 }
 

@@ -117,12 +117,6 @@ func (l *loop) turn(prompt, text string) []surface.Event {
 	return out
 }
 
-func (l *loop) msg(seq int64) *surface.Message {
-	m, ok := l.s.Log().Message(seq)
-	require.True(l.t, ok, "seq %d is on the surface", seq)
-	return m
-}
-
 // systemTexts are the texts of the system messages derived from the surface.
 func (l *loop) systemTexts() []string {
 	var out []string

@@ -12,7 +12,6 @@ type logBuilder struct {
 	lines      []string
 	seq        int
 	turn, step int
-	calls      int
 }
 
 func newLog(id string) *logBuilder {

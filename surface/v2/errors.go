@@ -112,6 +112,3 @@ func CaseOf(err error) Case {
 func refuse(line int, seq int64, typ string, c Case, format string, args ...any) *Error {
 	return &Error{Line: line, Seq: seq, Type: typ, Case: c, Msg: fmt.Sprintf(format, args...)}
 }
-
-// lineOf is the input line of the event with v2 seq n.
-func lineOf(n int) int { return n + 2 }

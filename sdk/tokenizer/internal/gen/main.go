@@ -6,7 +6,9 @@
 //
 //	go run ./internal/gen -src ../../../shared/data/deepseek-v3-tokenizer
 //
-// It writes data/deepseek_v3.bin.gz (vocabulary bytes, merges, added tokens)
+// With -check it writes nothing and fails when the committed outputs differ
+// from a fresh generation (CI runs it). Otherwise it writes
+// data/deepseek_v3.bin.gz (vocabulary bytes, merges, added tokens)
 // and tables.go (pre-tokenizer character classes from
 // testdata/oracle/classes.txt). Both outputs are deterministic.
 //
@@ -103,13 +105,50 @@ func main() {
 	src := flag.String("src", "", "folder holding tokenizer.json (the shared DeepSeek V3 data)")
 	classes := flag.String("classes", "testdata/oracle/classes.txt", "character class ranges written by testdata/oracle/gen.mjs")
 	out := flag.String("out", ".", "package folder to write data/deepseek_v3.bin.gz and tables.go into")
+	check := flag.Bool("check", false, "write nothing; fail when the outputs in -out differ from a fresh generation")
 	flag.Parse()
 	if *src == "" {
 		fail(errors.New("-src is required: the folder holding tokenizer.json"))
 	}
-	if err := run(*src, *classes, *out); err != nil {
+	var err error
+	if *check {
+		err = checkOutputs(*src, *classes, *out)
+	} else {
+		err = run(*src, *classes, *out)
+	}
+	if err != nil {
 		fail(err)
 	}
+}
+
+// outputs are the files gen writes, relative to the package folder.
+var outputs = []string{"data/deepseek_v3.bin.gz", "tables.go"}
+
+// checkOutputs generates into a temporary folder and compares the result
+// with the committed outputs in out.
+func checkOutputs(src, classes, out string) error {
+	tmp, err := os.MkdirTemp("", "weir-tokenizer-gen-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := run(src, classes, tmp); err != nil {
+		return err
+	}
+	for _, name := range outputs {
+		want, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			return err
+		}
+		got, err := os.ReadFile(filepath.Join(tmp, name))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(want, got) {
+			return fmt.Errorf("%s differs from a fresh generation from %s: run go generate in sdk/tokenizer", name, src)
+		}
+	}
+	return nil
 }
 
 func fail(err error) {

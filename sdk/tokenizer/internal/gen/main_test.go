@@ -1,33 +1,10 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
-
-// sharedData is where the shared tokenizer files live relative to this
-// folder (the same path the go:generate line uses).
-const sharedData = "../../../../../shared/data/deepseek-v3-tokenizer"
-
-// TestRegenerate checks that the committed outputs are what the generator
-// derives from the shared data.
-func TestRegenerate(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(sharedData, "tokenizer.json")); err != nil {
-		t.Skipf("shared tokenizer data not present at %s: %v", sharedData, err)
-	}
-	out := t.TempDir()
-	require.NoError(t, run(sharedData, "../../testdata/oracle/classes.txt", out))
-	for _, name := range []string{"data/deepseek_v3.bin.gz", "tables.go"} {
-		want, err := os.ReadFile(filepath.Join("../..", name))
-		require.NoError(t, err)
-		got, err := os.ReadFile(filepath.Join(out, name))
-		require.NoError(t, err)
-		require.True(t, string(want) == string(got), "%s differs from a fresh generation: run go generate in sdk/tokenizer", name)
-	}
-}
 
 func TestByteDecoder(t *testing.T) {
 	dec := byteDecoder()
