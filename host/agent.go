@@ -54,6 +54,17 @@ type Config struct {
 	// provider that runs past it fails like any other and the step goes
 	// on. 0 means no bound beyond each call's own deadline.
 	StepBudget time.Duration
+	// ToolTimeout bounds one tool call (default DefaultToolTimeout;
+	// negative: no bound). The loop enforces it even against a tool that
+	// ignores its context: past the deadline the call gets an error result
+	// (code TOOL_TIMEOUT) and the loop moves on; a tool still running is
+	// abandoned (its goroutine is left to finish on its own and its result
+	// is dropped). The result's text names the configuration key,
+	// tools.timeout.
+	ToolTimeout time.Duration
+	// ToolTimeouts overrides ToolTimeout per tool name (key
+	// tools.timeouts.NAME); a negative value means no bound.
+	ToolTimeouts map[string]time.Duration
 }
 
 // PreStep is the value of the agent/pre-step waterfall: the claimed batch
@@ -144,6 +155,9 @@ func NewAgent(s *Session, cfg Config) (*Agent, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.ToolTimeout == 0 {
+		cfg.ToolTimeout = DefaultToolTimeout
 	}
 	a := &Agent{cfg: cfg, s: s, log: cfg.Logger, toolsBy: map[string]Tool{},
 		PreStepChain:      waterfall.New(waterfall.Config[PreStep]{Name: "agent/pre-step", Policy: waterfall.Skip}),

@@ -2,10 +2,32 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/weirhost/weir/surface"
 )
+
+// DefaultToolTimeout bounds a tool call when Config.ToolTimeout is 0.
+const DefaultToolTimeout = 60 * time.Second
+
+// Tool error codes the loop records besides the crash-repair ones.
+const (
+	// CodeToolNotFound: the model called a tool that is not offered.
+	CodeToolNotFound = "TOOL_NOT_FOUND"
+	// CodeToolError: the tool returned an error (or panicked).
+	CodeToolError = "TOOL_ERROR"
+	// CodeToolTimeout: the call ran past its timeout and was stopped or
+	// abandoned; its outcome is unknown.
+	CodeToolTimeout = "TOOL_TIMEOUT"
+)
+
+// toolGrace is how long a call past its deadline, or cancelled, may still
+// take to return before the loop abandons it: long enough for a tool that
+// honours its context to wind down (so that it does not overlap the next
+// call), short enough that an interrupt ends the turn promptly.
+var toolGrace = 200 * time.Millisecond
 
 type toolCallData struct {
 	Turn      int64  `json:"turn"`
@@ -16,14 +38,17 @@ type toolCallData struct {
 }
 
 // runTools runs the step's tool calls in model order, appending tool/call
-// and its tool/result for each. Cancellation records not-started results
-// for the calls that never ran and ends the turn aborted.
+// and its tool/result for each. A call runs under its timeout (see
+// Config.ToolTimeout). Cancellation while a call runs records that call's
+// outcome as unknown (its tool/call is durable, as crash repair would
+// find it), then not-started results for the calls that never ran, and
+// ends the turn aborted.
 func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.Block) (*surface.EndReason, error) {
 	for i, c := range calls {
 		if ctx.Err() != nil {
 			for _, rest := range calls[i:] {
 				if err := a.toolResult(turn, step, rest, nil, &surface.ToolError{Name: rest.Name, Code: surface.CodeToolNotStarted,
-					Reason: "the turn was cancelled before this call started"}, nil); err != nil {
+					Reason: "the turn was cancelled before this call started; it had no effect and may be retried"}, nil); err != nil {
 					return nil, err
 				}
 			}
@@ -41,9 +66,9 @@ func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.
 		var out []surface.Block
 		var terr *surface.ToolError
 		if t, ok := a.toolsBy[c.Name]; !ok {
-			terr = &surface.ToolError{Name: c.Name, Code: "TOOL_NOT_FOUND", Reason: fmt.Sprintf("no tool named %q is available", c.Name)}
-		} else if out, err = runTool(ctx, t, c.Arguments); err != nil {
-			terr = &surface.ToolError{Name: c.Name, Code: "TOOL_ERROR", Reason: err.Error()}
+			terr = &surface.ToolError{Name: c.Name, Code: CodeToolNotFound, Reason: fmt.Sprintf("no tool named %q is available", c.Name)}
+		} else {
+			out, terr = a.runTool(ctx, t, c.Arguments)
 		}
 		if err := a.toolResult(turn, step, c, out, terr, []int64{ev.Seq}); err != nil {
 			return nil, err
@@ -52,14 +77,81 @@ func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.
 	return nil, nil
 }
 
-// runTool runs one call, turning a panic into an error result.
-func runTool(ctx context.Context, t Tool, args string) (out []surface.Block, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("tool %q panicked: %v", t.Name(), r)
-		}
+// toolTimeout is the timeout of the named tool and the key that sets it.
+func (a *Agent) toolTimeout(name string) (time.Duration, string) {
+	if d, ok := a.cfg.ToolTimeouts[name]; ok {
+		return d, "tools.timeouts." + name
+	}
+	return a.cfg.ToolTimeout, "tools.timeout"
+}
+
+var errToolTimeout = errors.New("tool timeout")
+
+type toolRun struct {
+	out []surface.Block
+	err error
+}
+
+// runTool runs one call under its timeout, turning a panic into an error
+// result. The tool runs in its own goroutine so that the loop can give up
+// on one that ignores its context: past the deadline or on cancellation
+// it waits toolGrace for the tool to return, then abandons it.
+func (a *Agent) runTool(ctx context.Context, t Tool, args string) ([]surface.Block, *surface.ToolError) {
+	limit, key := a.toolTimeout(t.Name())
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	if limit > 0 {
+		rctx, cancel = context.WithTimeoutCause(ctx, limit, errToolTimeout)
+	}
+	defer cancel()
+	done := make(chan toolRun, 1)
+	go func() {
+		var r toolRun
+		defer func() {
+			if p := recover(); p != nil {
+				r = toolRun{err: fmt.Errorf("tool %q panicked: %v", t.Name(), p)}
+			}
+			done <- r
+		}()
+		r.out, r.err = t.Run(rctx, args)
 	}()
-	return t.Run(ctx, args)
+	var r toolRun
+	finished := true
+	select {
+	case r = <-done:
+	case <-rctx.Done():
+		grace := time.NewTimer(toolGrace)
+		select {
+		case r = <-done:
+		case <-grace.C:
+			finished = false
+		}
+		grace.Stop()
+	}
+	if finished && r.err == nil {
+		return r.out, nil // done, even if just past the deadline
+	}
+	stopped := "was stopped"
+	if !finished {
+		stopped = "was abandoned while still running"
+	}
+	switch {
+	case ctx.Err() != nil:
+		if !finished {
+			a.log.Warn("tool call abandoned on cancellation", "tool", t.Name())
+		}
+		return nil, &surface.ToolError{Name: t.Name(), Code: surface.CodeToolOutcomeUnknown, Reason: fmt.Sprintf(
+			"the turn was cancelled (%v) while this call was running, and the call %s; its outcome is unknown: retry only idempotent work, or verify first",
+			context.Cause(ctx), stopped)}
+	case finished && !errors.Is(context.Cause(rctx), errToolTimeout):
+		return nil, &surface.ToolError{Name: t.Name(), Code: CodeToolError, Reason: r.err.Error()}
+	default:
+		if !finished {
+			a.log.Warn("tool call abandoned past its timeout", "tool", t.Name(), "timeout", limit, "key", key)
+		}
+		return nil, &surface.ToolError{Name: t.Name(), Code: CodeToolTimeout, Reason: fmt.Sprintf(
+			"the call ran past its timeout of %s (%s) and %s; its outcome is unknown: retry only idempotent work, or verify first",
+			limit, key, stopped)}
+	}
 }
 
 func (a *Agent) toolResult(turn, step int64, call surface.Block, out []surface.Block, terr *surface.ToolError, sources []int64) error {

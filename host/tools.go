@@ -16,7 +16,12 @@ type Tool interface {
 	Schema() jsontext.Value
 	Name() string
 	// Run executes one call with the raw JSON arguments the model produced.
-	// A returned error becomes an error result the model sees.
+	// A returned error becomes an error result the model sees. ctx ends at
+	// the call's timeout (Config.ToolTimeout) or when the turn is
+	// cancelled; Run should return promptly then. One that does not is
+	// abandoned by the loop: it keeps running in its goroutine, and what it
+	// returns is dropped. Run may therefore run concurrently with later
+	// calls and must not rely on the loop waiting for it.
 	Run(ctx context.Context, arguments string) ([]surface.Block, error)
 }
 

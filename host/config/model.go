@@ -21,6 +21,8 @@ type Config struct {
 	Plugins []Plugin `koanf:"plugins"`
 	// Sandbox bounds every WebAssembly plugin.
 	Sandbox Sandbox `koanf:"sandbox"`
+	// Tools bounds the tool calls the model makes.
+	Tools Tools `koanf:"tools"`
 	// Sessions says where session logs live.
 	Sessions Sessions `koanf:"sessions"`
 	// Log configures the host's logger.
@@ -120,6 +122,16 @@ type CallTimeouts struct {
 	Meter time.Duration `koanf:"meter"`
 }
 
+// Tools bounds tool calls.
+type Tools struct {
+	// Timeout is the deadline of one tool call. Past it the call gets an
+	// error result (TOOL_TIMEOUT) and the turn goes on; a tool that does
+	// not stop is abandoned.
+	Timeout time.Duration `koanf:"timeout"`
+	// Timeouts overrides Timeout for the named tools.
+	Timeouts map[string]time.Duration `koanf:"timeouts"`
+}
+
 // Sessions configures session storage.
 type Sessions struct {
 	// Dir holds new session files, relative to the working directory.
@@ -196,6 +208,7 @@ func Default() *Config {
 			StepBudget:     150 * time.Second,
 			OutputLimitKiB: 4096,
 		},
+		Tools:    Tools{Timeout: 60 * time.Second, Timeouts: map[string]time.Duration{}},
 		Sessions: Sessions{Dir: ".weir/sessions"},
 		Log:      Log{Level: "warn", Format: "text"},
 	}

@@ -63,6 +63,7 @@ func (l *loader) validate(c *Config) {
 	}
 	l.plugins(c.Plugins)
 	l.sandbox(&c.Sandbox)
+	l.tools(&c.Tools)
 	if strings.TrimSpace(c.Sessions.Dir) == "" {
 		l.fail(path{"sessions", "dir"}, "is required: give the folder for session files (default %q)", ".weir/sessions")
 	}
@@ -247,6 +248,18 @@ func (l *loader) sandbox(s *Sandbox) {
 				l.fail(id.with("stepBudget"), "%s is shorter than callTimeout.%s %s: a step could not finish one call; raise stepBudget or lower the timeout",
 					s.StepBudget, t.name, t.d)
 			}
+		}
+	}
+}
+
+func (l *loader) tools(t *Tools) {
+	id := path{"tools"}
+	if t.Timeout <= 0 {
+		l.fail(id.with("timeout"), "must be a positive duration, got %s; e.g. \"60s\"", t.Timeout)
+	}
+	for _, name := range sortedKeys(t.Timeouts) {
+		if d := t.Timeouts[name]; d <= 0 {
+			l.fail(id.with("timeouts", name), "must be a positive duration, got %s; e.g. \"10s\"", d)
 		}
 	}
 }

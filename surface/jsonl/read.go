@@ -30,9 +30,11 @@ type Loaded struct {
 }
 
 // Load reads and validates the session file at path. It neither locks nor
-// changes the file; Open is the writer's counterpart.
+// changes the file; Open is the writer's counterpart. A path that is not
+// a regular file (a directory, named pipe or device) is refused with a
+// *NotRegularError before anything is read.
 func Load(path string, opts ...Option) (*Loaded, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("load session log: %w", err)
 	}

@@ -71,10 +71,11 @@ func osFile(f *os.File) file { return f }
 // Open opens the session file at path for writing: it takes the writer's
 // lock (failing at once with a *LockedError when another writer holds it),
 // loads and validates the file (see Load), physically truncates a torn tail,
-// and returns the restored log and a Session positioned at its end.
+// and returns the restored log and a Session positioned at its end. Like
+// Load it refuses a path that is not a regular file.
 func Open(path string, opts ...Option) (*Session, *surface.Log, error) {
 	cfg := newConfig(opts)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openRegular(path, os.O_RDWR)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open session log: %w", err)
 	}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package builtin
+
+// openFlags are added to every open; only Unix needs O_NONBLOCK to open a
+// named pipe without blocking.
+const openFlags = 0
