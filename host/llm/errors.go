@@ -24,6 +24,7 @@ const (
 	CodeCancelled       = "CANCELLED"               // the caller's context was cancelled
 	CodeTimeout         = "TIMEOUT"                 // a client timeout expired
 	CodeNetwork         = "NETWORK"                 // the provider could not be reached
+	CodeTooLarge        = "RESPONSE_TOO_LARGE"      // the response exceeded the route's size cap
 )
 
 // Error is a failed model call. Use errors.As to read it, or errors.Is with
@@ -55,6 +56,7 @@ var (
 	ErrCancelled       = &Error{Code: CodeCancelled}
 	ErrTimeout         = &Error{Code: CodeTimeout}
 	ErrNetwork         = &Error{Code: CodeNetwork}
+	ErrTooLarge        = &Error{Code: CodeTooLarge}
 )
 
 func (e *Error) Error() string {
@@ -91,6 +93,8 @@ func (e *Error) Is(target error) bool {
 }
 
 // Retryable reports whether the same request may succeed when sent again.
+// A response over the size cap is not: the same request would most likely
+// run into the cap again.
 func (e *Error) Retryable() bool {
 	switch e.Code {
 	case CodeRateLimit, CodeServer, CodeBrokenStream, CodeTimeout, CodeNetwork:
@@ -241,7 +245,7 @@ func statusError(provider string, status int, h http.Header, body []byte, now ti
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return seconds(ms / 1000)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -249,17 +253,30 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
+		return seconds(s)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
-			return d.Round(time.Second)
+			return min(d.Round(time.Second), maxRetryAfter)
 		}
 	}
 	return 0
+}
+
+// maxRetryAfter bounds a provider's requested delay: a larger value (or
+// "Inf") reads as this, so it can neither overflow nor go negative.
+const maxRetryAfter = 24 * time.Hour
+
+// seconds converts a delay in seconds to a Duration in [0, maxRetryAfter];
+// NaN and non-positive values are 0.
+func seconds(s float64) time.Duration {
+	switch {
+	case !(s > 0): // also NaN
+		return 0
+	case s >= maxRetryAfter.Seconds():
+		return maxRetryAfter
+	}
+	return time.Duration(s * float64(time.Second))
 }
 
 // streamError classifies an error object a provider sent inside the stream.
