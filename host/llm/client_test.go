@@ -695,3 +695,34 @@ func TestIsOverflowWordings(t *testing.T) {
 	require.False(t, isOverflow("Invalid value for temperature"))
 	require.False(t, strings.Contains(shorten(strings.Repeat("é", 600)), "\uFFFD"), "shorten cuts at rune boundaries")
 }
+
+// TestRetryAfter checks the provider's requested delay: seconds, an HTTP
+// date, milliseconds, and values that must not overflow or go negative.
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+	}{
+		{"none", http.Header{}, 0},
+		{"seconds", http.Header{"Retry-After": {"7"}}, 7 * time.Second},
+		{"fraction", http.Header{"Retry-After": {"1.5"}}, 1500 * time.Millisecond},
+		{"date", http.Header{"Retry-After": {now.Add(90 * time.Second).Format(http.TimeFormat)}}, 90 * time.Second},
+		{"date in the past", http.Header{"Retry-After": {now.Add(-time.Hour).Format(http.TimeFormat)}}, 0},
+		{"milliseconds win", http.Header{"Retry-After": {"7"}, "Retry-After-Ms": {"250"}}, 250 * time.Millisecond},
+		{"an hour is kept whole", http.Header{"Retry-After": {"3600"}}, time.Hour},
+		{"huge seconds are capped", http.Header{"Retry-After": {"1e30"}}, maxRetryAfter},
+		{"huge milliseconds are capped", http.Header{"Retry-After-Ms": {"1e30"}}, maxRetryAfter},
+		{"Inf is capped", http.Header{"Retry-After": {"Inf"}}, maxRetryAfter},
+		{"NaN is no delay", http.Header{"Retry-After": {"NaN"}}, 0},
+		{"negative is no delay", http.Header{"Retry-After": {"-5"}}, 0},
+		{"far date is capped", http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, maxRetryAfter},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, retryAfter(tt.header, now))
+		})
+	}
+}
