@@ -61,8 +61,9 @@ type ClientConfig struct {
 	// bound.
 	IdleTimeout time.Duration
 	// MaxResponseBytes caps the bytes of one response body, keep-alives
-	// included; a larger response fails with CodeTooLarge, keeping the part
-	// read so far. 0 means DefaultMaxResponseBytes, a negative value no cap.
+	// included; a larger response fails with CodeResponseTooLarge, keeping
+	// the part read so far. 0 means DefaultMaxResponseBytes, a negative
+	// value no cap.
 	MaxResponseBytes int64
 	// Logger receives warnings about the stream, such as malformed chunks
 	// (once per attempt); nil means none.
@@ -352,7 +353,7 @@ func (c *Client) configKey(name string) string {
 
 // tooLarge is the error of a response over the size cap.
 func (c *Client) tooLarge(provider string) *Error {
-	return &Error{Code: CodeTooLarge, Provider: provider,
+	return &Error{Code: CodeResponseTooLarge, Provider: provider,
 		What: fmt.Sprintf("the response exceeded the size cap of %s per attempt", byteSize(c.cfg.MaxResponseBytes)),
 		Hint: fmt.Sprintf("the reply was stopped and the part read so far kept; raise %s if replies this large are expected", c.configKey("maxResponseMiB")),
 		Err:  errTooLarge}

@@ -483,9 +483,9 @@ func TestHangingServersAreStopped(t *testing.T) {
 		{name: "endless content, overall timeout", reply: endless,
 			cfg: ClientConfig{IdleTimeout: -1, Timeout: 200 * time.Millisecond, MaxResponseBytes: -1}, code: CodeTimeout, cause: errTimeout, key: "models.test.timeout"},
 		{name: "endless content, size cap", reply: endless,
-			cfg: ClientConfig{IdleTimeout: -1, Timeout: -1, MaxResponseBytes: 64 << 10}, code: CodeTooLarge, cause: errTooLarge, key: "models.test.maxResponseMiB"},
+			cfg: ClientConfig{IdleTimeout: -1, Timeout: -1, MaxResponseBytes: 64 << 10}, code: CodeResponseTooLarge, cause: errTooLarge, key: "models.test.maxResponseMiB"},
 		{name: "endless keep-alives, size cap", reply: llmtest.Reply{End: llmtest.EndKeepAlive, Tick: time.Millisecond},
-			cfg: ClientConfig{IdleTimeout: -1, Timeout: -1, MaxResponseBytes: 4 << 10}, code: CodeTooLarge, cause: errTooLarge, key: "models.test.maxResponseMiB"},
+			cfg: ClientConfig{IdleTimeout: -1, Timeout: -1, MaxResponseBytes: 4 << 10}, code: CodeResponseTooLarge, cause: errTooLarge, key: "models.test.maxResponseMiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -500,7 +500,7 @@ func TestHangingServersAreStopped(t *testing.T) {
 			require.Equal(t, tt.code, e.Code)
 			require.ErrorIs(t, err, tt.cause)
 			require.Contains(t, err.Error(), tt.key, "the message names the key that raises the bound")
-			require.False(t, e.Retryable() && tt.code == CodeTooLarge, "a response over the cap is not retried")
+			require.False(t, e.Retryable() && tt.code == CodeResponseTooLarge, "a response over the cap is not retried")
 			requireReassembles(t, res)
 			info := streamInfo(t, res)
 			require.Equal(t, tt.code, info.Code, "the record ends with the failure")
@@ -553,12 +553,12 @@ func TestSizeCap(t *testing.T) {
 		content []surface.Block
 	}{
 		{name: "body at the cap", reply: llmtest.Reply{Body: body}, cap: int64(len(body)), content: []surface.Block{surface.Text(strings.Repeat("a", 1000))}},
-		{name: "body one byte over", reply: llmtest.Reply{Body: body}, cap: int64(len(body)) - 1, code: CodeTooLarge, content: []surface.Block{}},
+		{name: "body one byte over", reply: llmtest.Reply{Body: body}, cap: int64(len(body)) - 1, code: CodeResponseTooLarge, content: []surface.Block{}},
 		{name: "stream at the cap", reply: llmtest.Reply{Raw: []string{stream}}, cap: int64(len(stream)),
 			content: []surface.Block{surface.Text("hello" + strings.Repeat("b", 1000))}},
-		{name: "stream one byte over", reply: llmtest.Reply{Raw: []string{stream}}, cap: int64(len(stream)) - 1, code: CodeTooLarge,
+		{name: "stream one byte over", reply: llmtest.Reply{Raw: []string{stream}}, cap: int64(len(stream)) - 1, code: CodeResponseTooLarge,
 			content: []surface.Block{surface.Text("hello" + strings.Repeat("b", 1000))}},
-		{name: "stream cut in its second chunk keeps the first", reply: llmtest.Reply{Raw: []string{stream}}, cap: int64(first) + 10, code: CodeTooLarge,
+		{name: "stream cut in its second chunk keeps the first", reply: llmtest.Reply{Raw: []string{stream}}, cap: int64(first) + 10, code: CodeResponseTooLarge,
 			content: []surface.Block{surface.Text("hello")}},
 	}
 	for _, tt := range tests {
@@ -572,7 +572,7 @@ func TestSizeCap(t *testing.T) {
 				var e *Error
 				require.ErrorAs(t, err, &e)
 				require.Equal(t, tt.code, e.Code)
-				require.ErrorIs(t, err, ErrTooLarge)
+				require.ErrorIs(t, err, ErrResponseTooLarge)
 				require.False(t, e.Retryable())
 				require.Contains(t, e.What, fmt.Sprintf("size cap of %d bytes", tt.cap))
 				require.Contains(t, e.Hint, "models.NAME.maxResponseMiB")

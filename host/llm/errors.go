@@ -14,17 +14,17 @@ import (
 // Error codes: stable strings the agent loop records as the turn-end error
 // code.
 const (
-	CodeAuth            = "AUTH"                    // 401, 403: key missing, wrong or not allowed
-	CodeQuota           = "QUOTA"                   // 402: account balance or quota exhausted
-	CodeRateLimit       = "RATE_LIMIT"              // 429: slow down; RetryAfter when the provider said
-	CodeContextOverflow = "CONTEXT_WINDOW_EXCEEDED" // the request does not fit the model's context
-	CodeBadRequest      = "BAD_REQUEST"             // other 4xx, or a request that cannot be encoded
-	CodeServer          = "SERVER_ERROR"            // 5xx, or an error the provider reported mid-stream
-	CodeBrokenStream    = "BROKEN_STREAM"           // the stream ended before the reply finished
-	CodeCancelled       = "CANCELLED"               // the caller's context was cancelled
-	CodeTimeout         = "TIMEOUT"                 // a client timeout expired
-	CodeNetwork         = "NETWORK"                 // the provider could not be reached
-	CodeTooLarge        = "RESPONSE_TOO_LARGE"      // the response exceeded the route's size cap
+	CodeAuth             = "AUTH"                    // 401, 403: key missing, wrong or not allowed
+	CodeQuota            = "QUOTA"                   // 402: account balance or quota exhausted
+	CodeRateLimit        = "RATE_LIMIT"              // 429: slow down; RetryAfter when the provider said
+	CodeContextOverflow  = "CONTEXT_WINDOW_EXCEEDED" // the request does not fit the model's context
+	CodeBadRequest       = "BAD_REQUEST"             // other 4xx, or a request that cannot be encoded
+	CodeServer           = "SERVER_ERROR"            // 5xx, or an error the provider reported mid-stream
+	CodeBrokenStream     = "BROKEN_STREAM"           // the stream ended before the reply finished
+	CodeCancelled        = "CANCELLED"               // the caller's context was cancelled
+	CodeTimeout          = "TIMEOUT"                 // a client timeout expired
+	CodeNetwork          = "NETWORK"                 // the provider could not be reached
+	CodeResponseTooLarge = "RESPONSE_TOO_LARGE"      // the response exceeded the route's size cap
 )
 
 // Error is a failed model call. Use errors.As to read it, or errors.Is with
@@ -46,17 +46,17 @@ type Error struct {
 
 // Sentinels for errors.Is: an *Error matches the sentinel of its Code.
 var (
-	ErrAuth            = &Error{Code: CodeAuth}
-	ErrQuota           = &Error{Code: CodeQuota}
-	ErrRateLimit       = &Error{Code: CodeRateLimit}
-	ErrContextOverflow = &Error{Code: CodeContextOverflow}
-	ErrBadRequest      = &Error{Code: CodeBadRequest}
-	ErrServer          = &Error{Code: CodeServer}
-	ErrBrokenStream    = &Error{Code: CodeBrokenStream}
-	ErrCancelled       = &Error{Code: CodeCancelled}
-	ErrTimeout         = &Error{Code: CodeTimeout}
-	ErrNetwork         = &Error{Code: CodeNetwork}
-	ErrTooLarge        = &Error{Code: CodeTooLarge}
+	ErrAuth             = &Error{Code: CodeAuth}
+	ErrQuota            = &Error{Code: CodeQuota}
+	ErrRateLimit        = &Error{Code: CodeRateLimit}
+	ErrContextOverflow  = &Error{Code: CodeContextOverflow}
+	ErrBadRequest       = &Error{Code: CodeBadRequest}
+	ErrServer           = &Error{Code: CodeServer}
+	ErrBrokenStream     = &Error{Code: CodeBrokenStream}
+	ErrCancelled        = &Error{Code: CodeCancelled}
+	ErrTimeout          = &Error{Code: CodeTimeout}
+	ErrNetwork          = &Error{Code: CodeNetwork}
+	ErrResponseTooLarge = &Error{Code: CodeResponseTooLarge}
 )
 
 func (e *Error) Error() string {
