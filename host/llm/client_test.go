@@ -399,16 +399,24 @@ func TestClientCancelAndTimeouts(t *testing.T) {
 		require.Empty(t, res.FinishReason)
 		requireReassembles(t, res)
 	})
-	t.Run("cancelled before headers", func(t *testing.T) {
+	t.Run("caller's deadline before headers", func(t *testing.T) {
 		srv := llmtest.NewServer(t)
+		// The server answers only when the test ends (this cleanup runs
+		// before the server's own).
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
 		srv.SetFallback(func(int, llmtest.Request) llmtest.Reply {
-			time.Sleep(50 * time.Millisecond)
+			<-release
 			return llmtest.TextReply(1, 1, "late")
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		defer cancel()
 		_, err := newTestClient(t, srv, nil).Stream(ctx, simpleRequest("p"), nil)
-		require.ErrorIs(t, err, ErrTimeout)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		require.Equal(t, CodeTimeout, e.Code)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Contains(t, e.What, "caller's deadline")
 	})
 	t.Run("idle timeout keeps the partial reply", func(t *testing.T) {
 		srv := llmtest.NewServer(t)
