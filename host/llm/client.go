@@ -355,7 +355,7 @@ func (c *Client) configKey(name string) string {
 func (c *Client) tooLarge(provider string) *Error {
 	return &Error{Code: CodeResponseTooLarge, Provider: provider,
 		What: fmt.Sprintf("the response exceeded the size cap of %s per attempt", byteSize(c.cfg.MaxResponseBytes)),
-		Hint: fmt.Sprintf("the reply was stopped and the part read so far kept; raise %s if replies this large are expected", c.configKey("maxResponseMiB")),
+		Hint: fmt.Sprintf("the reply was cut off there and is not retried; raise %s if replies this large are expected", c.configKey("maxResponseMiB")),
 		Err:  errTooLarge}
 }
 
