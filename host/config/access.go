@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/llm"
 )
 
 // HostRoute returns the named route as the agent loop's host.Route.
@@ -17,6 +19,19 @@ func (c *Config) HostRoute(name string) (host.Route, error) {
 	}
 	return host.Route{Provider: r.Provider, Model: r.Model, ContextWindow: r.ContextWindow,
 		MaxTokens: r.MaxTokens, InHistory: r.SystemPromptUpdate == "in-history"}, nil
+}
+
+// ClientConfig returns the llm client configuration of the named route:
+// its base URL, the given API key, and its attempt bounds (timeout,
+// idleTimeout, maxResponseMiB), which the client's errors name as the
+// route's keys. log receives the client's warnings; nil means none.
+func (c *Config) ClientConfig(name string, key llm.Secret, log hclog.Logger) (llm.ClientConfig, error) {
+	r, ok := c.Models[name]
+	if !ok {
+		return llm.ClientConfig{}, fmt.Errorf("config: no route named %q (routes: %s)", name, strings.Join(sortedKeys(c.Models), ", "))
+	}
+	return llm.ClientConfig{BaseURL: r.BaseURL, APIKey: key, Route: name, Timeout: r.Timeout, IdleTimeout: r.IdleTimeout,
+		MaxResponseBytes: r.MaxResponseMiB << 20, Logger: log}, nil
 }
 
 // Sections returns the prompt sections for a route: Prompt.Sections with

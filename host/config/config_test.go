@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/llm"
 )
 
 // wasmBytes is the smallest valid WebAssembly module: magic and version.
@@ -60,6 +61,33 @@ func TestDefaultsLoadClean(t *testing.T) {
 	require.Equal(t, []string{"system-prompt", "compaction-basic", "token-meter"},
 		[]string{cfg.Plugins[0].Name, cfg.Plugins[1].Name, cfg.Plugins[2].Name})
 	require.Equal(t, 120*time.Second, cfg.Sandbox.Timeout(config.RoleCompaction))
+}
+
+// TestClientConfig checks that a route's attempt bounds reach its llm
+// client configuration, defaults and a file's values alike.
+func TestClientConfig(t *testing.T) {
+	dir := setup(t, map[string]string{"weir.yaml": "models:\n  local:\n    provider: p\n    model: m\n    baseURL: http://127.0.0.1:1/v1\n" +
+		"    contextWindow: 1000\n    timeout: 90s\n    idleTimeout: 15s\n    maxResponseMiB: 2\n"})
+	cfg, _, err := load(t, dir, nil)
+	require.NoError(t, err)
+	tests := []struct {
+		route string
+		want  llm.ClientConfig
+	}{
+		{"local", llm.ClientConfig{BaseURL: "http://127.0.0.1:1/v1", APIKey: "k", Route: "local", Timeout: 90 * time.Second,
+			IdleTimeout: 15 * time.Second, MaxResponseBytes: 2 << 20}},
+		{"deepseek", llm.ClientConfig{BaseURL: "https://api.deepseek.com", APIKey: "k", Route: "deepseek", Timeout: llm.DefaultTimeout,
+			IdleTimeout: llm.DefaultIdleTimeout, MaxResponseBytes: llm.DefaultMaxResponseBytes}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.route, func(t *testing.T) {
+			got, err := cfg.ClientConfig(tt.route, "k", nil)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+	_, err = cfg.ClientConfig("nope", "", nil)
+	require.ErrorContains(t, err, `no route named "nope"`)
 }
 
 // TestPrecedence sets keys in more and more sources and checks the value
@@ -173,7 +201,8 @@ func TestEnvNames(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "local", cfg.Model)
 		require.Equal(t, &config.Route{Provider: "ollama", Model: "qwen3", BaseURL: "http://localhost:11434/v1",
-			ContextWindow: 32768, Tokenizer: "heuristic", SystemPromptUpdate: "replace"}, cfg.Models["local"])
+			ContextWindow: 32768, Tokenizer: "heuristic", SystemPromptUpdate: "replace",
+			Timeout: 10 * time.Minute, IdleTimeout: 2 * time.Minute, MaxResponseMiB: 16}, cfg.Models["local"])
 	})
 	t.Run("an empty variable is unset", func(t *testing.T) {
 		cfg, _, err := load(t, t.TempDir(), []string{"WEIR_LOG_LEVEL="})
@@ -271,6 +300,18 @@ func TestValidation(t *testing.T) {
 			"models.deepseek.tokenizer", []string{`"o200" is not a tokenizer (did you mean "o200k"?)`}},
 		{"unknown prompt update mode", map[string]string{"weir.yaml": "models:\n  offline:\n    systemPromptUpdate: append\n"}, nil, nil,
 			"models.offline.systemPromptUpdate", []string{`"append" is not a prompt update mode`, `"replace" or "in-history"`}},
+		{"zero route timeout", map[string]string{"weir.yaml": "models:\n  deepseek:\n    timeout: 0s\n"}, nil, nil,
+			"models.deepseek.timeout", []string{"must be a positive duration, got 0s", "deadline of one model attempt"}},
+		{"negative idle timeout", nil, []string{"WEIR_MODELS__DEEPSEEK__IDLE_TIMEOUT=-1s"}, nil,
+			"models.deepseek.idleTimeout", []string{"must be a positive duration, got -1s", "without progress", "$WEIR_MODELS__DEEPSEEK__IDLE_TIMEOUT"}},
+		{"idle timeout longer than the timeout", map[string]string{"weir.yaml": "models:\n  deepseek:\n    timeout: 1m\n    idleTimeout: 5m\n"}, nil, nil,
+			"models.deepseek.idleTimeout", []string{"5m0s is longer than timeout 1m0s", "lower idleTimeout or raise timeout"}},
+		{"idle timeout without unit", map[string]string{"weir.yaml": "models:\n  offline:\n    idleTimeout: 30\n"}, nil, nil,
+			"models.offline.idleTimeout", []string{"no unit", `"30s"`}},
+		{"zero response cap", map[string]string{"weir.yaml": "models:\n  deepseek:\n    maxResponseMiB: 0\n"}, nil, nil,
+			"models.deepseek.maxResponseMiB", []string{"must be between 1 and 1024, got 0"}},
+		{"response cap too large", map[string]string{"weir.yaml": "models:\n  deepseek:\n    maxResponseMiB: 4096\n"}, nil, nil,
+			"models.deepseek.maxResponseMiB", []string{"must be between 1 and 1024, got 4096"}},
 		{"api key instead of its variable", map[string]string{"weir.yaml": "models:\n  deepseek:\n    apiKeyEnv: sk-12345\n"}, nil, nil,
 			"models.deepseek.apiKeyEnv", []string{"never the key itself"}},
 		{"unknown role", map[string]string{"weir.yaml": "plugins:\n  - name: mine\n    path: p.wasm\n    role: compactor\n", "p.wasm": wasmBytes},

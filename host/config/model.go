@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/host/llm"
 )
 
 // Config is Weir's effective configuration. The koanf tags are the key
@@ -56,7 +57,27 @@ type Route struct {
 	// or "in-history" (the model reads the latest system message anywhere,
 	// so changes may be appended).
 	SystemPromptUpdate string `koanf:"systemPromptUpdate"`
+	// Timeout is the deadline of one model attempt, from sending the
+	// request to the end of the stream (> 0).
+	Timeout time.Duration `koanf:"timeout"`
+	// IdleTimeout is the longest an attempt may go without progress: new
+	// text, reasoning, tool-call data, a finish reason or usage. SSE
+	// keep-alive comments and empty chunks do not count (> 0, at most
+	// Timeout).
+	IdleTimeout time.Duration `koanf:"idleTimeout"`
+	// MaxResponseMiB caps the bytes of one model response, in MiB
+	// (1..1024).
+	MaxResponseMiB int64 `koanf:"maxResponseMiB"`
 }
+
+// Route defaults of the attempt bounds, the llm client's.
+const (
+	DefaultRouteTimeout     = llm.DefaultTimeout
+	DefaultRouteIdleTimeout = llm.DefaultIdleTimeout
+	DefaultMaxResponseMiB   = llm.DefaultMaxResponseBytes >> 20
+	// MaxResponseMiBLimit is the largest maxResponseMiB.
+	MaxResponseMiBLimit = 1024
+)
 
 // Prompt is the configured system prompt: ordered sections and per-route
 // overrides.
@@ -196,9 +217,11 @@ func Default() *Config {
 		Models: map[string]*Route{
 			"deepseek": {Provider: "deepseek", Model: "deepseek-chat", BaseURL: "https://api.deepseek.com",
 				APIKeyEnv: "DEEPSEEK_API_KEY", ContextWindow: 128000, MaxTokens: 8192,
-				Tokenizer: "deepseek-v3", SystemPromptUpdate: "replace"},
+				Tokenizer: "deepseek-v3", SystemPromptUpdate: "replace",
+				Timeout: DefaultRouteTimeout, IdleTimeout: DefaultRouteIdleTimeout, MaxResponseMiB: DefaultMaxResponseMiB},
 			"offline": {Provider: "offline", Model: "offline:examples/offline/tour.json",
-				ContextWindow: 8192, MaxTokens: 1024, Tokenizer: "heuristic", SystemPromptUpdate: "replace"},
+				ContextWindow: 8192, MaxTokens: 1024, Tokenizer: "heuristic", SystemPromptUpdate: "replace",
+				Timeout: DefaultRouteTimeout, IdleTimeout: DefaultRouteIdleTimeout, MaxResponseMiB: DefaultMaxResponseMiB},
 		},
 		Prompt: Prompt{Sections: []Section{{Key: "base", Text: DefaultSystemPrompt}},
 			PerModel: map[string]PromptOverride{}},
@@ -225,7 +248,8 @@ func routeTemplate(provider string) map[string]any {
 		tok = "deepseek-v3"
 	}
 	return map[string]any{"provider": "", "model": "", "baseURL": "", "apiKeyEnv": "",
-		"contextWindow": int64(0), "maxTokens": int64(0), "tokenizer": tok, "systemPromptUpdate": "replace"}
+		"contextWindow": int64(0), "maxTokens": int64(0), "tokenizer": tok, "systemPromptUpdate": "replace",
+		"timeout": DefaultRouteTimeout, "idleTimeout": DefaultRouteIdleTimeout, "maxResponseMiB": int64(DefaultMaxResponseMiB)}
 }
 
 // pluginTemplate gives the fields of a plugin the sources leave unset.

@@ -109,6 +109,22 @@ func (l *loader) route(id path, r *Route) {
 		l.fail(id.with("systemPromptUpdate"), "%q is not a prompt update mode%s; use %s",
 			r.SystemPromptUpdate, suggestion(r.SystemPromptUpdate, SystemPromptUpdates), oneOf(SystemPromptUpdates))
 	}
+	if r.Timeout <= 0 {
+		l.fail(id.with("timeout"), "must be a positive duration, got %s: it is the deadline of one model attempt (default %s)",
+			r.Timeout, DefaultRouteTimeout)
+	}
+	switch {
+	case r.IdleTimeout <= 0:
+		l.fail(id.with("idleTimeout"), "must be a positive duration, got %s: it is the longest a model attempt may go without progress (default %s)",
+			r.IdleTimeout, DefaultRouteIdleTimeout)
+	case r.Timeout > 0 && r.IdleTimeout > r.Timeout:
+		l.fail(id.with("idleTimeout"), "%s is longer than timeout %s, so it could never fire; lower idleTimeout or raise timeout",
+			r.IdleTimeout, r.Timeout)
+	}
+	if r.MaxResponseMiB < 1 || r.MaxResponseMiB > MaxResponseMiBLimit {
+		l.fail(id.with("maxResponseMiB"), "must be between 1 and %d, got %d: it caps the bytes of one model response (default %d)",
+			MaxResponseMiBLimit, r.MaxResponseMiB, DefaultMaxResponseMiB)
+	}
 }
 
 // sections checks a section list and reads its files into Text.

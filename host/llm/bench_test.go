@@ -73,7 +73,7 @@ func BenchmarkStreamDecode(b *testing.B) {
 	for b.Loop() {
 		a := &assembler{}
 		rec := newRecorder()
-		done, err := c.pump(bytes.NewReader(body), a, rec, func() int64 { return 7 })
+		done, err := c.pump(bytes.NewReader(body), a, rec, func() int64 { return 7 }, func() {})
 		if !done || err != nil {
 			b.Fatal(done, err)
 		}
@@ -113,7 +113,7 @@ func BenchmarkReassemble(b *testing.B) {
 	c, _ := NewClient(ClientConfig{BaseURL: "http://127.0.0.1"})
 	a := &assembler{}
 	rec := newRecorder()
-	if _, err := c.pump(bytes.NewReader(body), a, rec, func() int64 { return 7 }); err != nil {
+	if _, err := c.pump(bytes.NewReader(body), a, rec, func() int64 { return 7 }, func() {}); err != nil {
 		b.Fatal(err)
 	}
 	res, _ := c.complete(a, true, "deepseek", rec, 9)

@@ -151,6 +151,13 @@ type assembler struct {
 	finished bool
 	failure  jsontext.Value // error object sent in the stream
 	dec      chunkDecoder
+	// progress counts the payloads that advanced the reply: new text,
+	// reasoning or tool-call data, a finish reason, usage or an error.
+	progress int
+	// malformed counts reply payloads that were not valid JSON;
+	// firstMalformed is the first of them, shortened.
+	malformed      int
+	firstMalformed string
 }
 
 // feed applies one data payload of event name (empty for unnamed events).
@@ -162,6 +169,12 @@ func (a *assembler) feed(data []byte, name string) (kept []byte, isJSON bool) {
 	if !valid {
 		kept = sanitize(data)
 		c, _ = a.dec.decode(kept, false)
+		if name == "" || name == "message" {
+			if a.malformed == 0 {
+				a.firstMalformed = shorten(string(kept))
+			}
+			a.malformed++
+		}
 	}
 	a.apply(c, name, kept)
 	return kept, isJSON
@@ -197,6 +210,7 @@ func (a *assembler) apply(c *chunk, name string, raw []byte) {
 	}
 	if len(c.Error) > 0 && c.Error.Kind() != 'n' {
 		a.failure = c.Error
+		a.progress++
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]
@@ -208,10 +222,12 @@ func (a *assembler) apply(c *chunk, name string, raw []byte) {
 		}
 		if ch.FinishReason.set && ch.FinishReason.s != "" {
 			a.finish, a.finished = ch.FinishReason.s, true
+			a.progress++
 		}
 	}
 	if c.Usage != nil {
 		a.usage = c.Usage.usage()
+		a.progress++
 	}
 }
 
@@ -240,6 +256,7 @@ func (a *assembler) text(kind DeltaKind, s string) {
 		a.parts = append(a.parts, p)
 	}
 	p.text.WriteString(s)
+	a.progress++
 	if a.on != nil {
 		a.on(Delta{Kind: kind, Text: s})
 	}
@@ -260,6 +277,7 @@ func (a *assembler) tool(t *toolDelta) {
 		p = a.calls[len(a.calls)-1]
 	}
 	if p == nil {
+		a.progress++
 		p = &part{kind: DeltaToolCall, call: len(a.calls)}
 		a.parts = append(a.parts, p)
 		a.calls = append(a.calls, p)
@@ -278,6 +296,9 @@ func (a *assembler) tool(t *toolDelta) {
 		p.name, d.Name = t.Name, t.Name
 	}
 	p.text.WriteString(t.Arguments.s)
+	if d.Text != "" || d.ID != "" || d.Name != "" {
+		a.progress++
+	}
 	if a.on != nil {
 		a.on(d)
 	}

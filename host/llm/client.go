@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Secret is an API key. It formats as "[redacted]" so that printing a
@@ -24,6 +26,14 @@ func (Secret) GoString() string { return `"[redacted]"` }
 // replacing them would corrupt ordinary words.
 const minRedact = 12
 
+// Default bounds of an attempt. The route keys timeout, idleTimeout and
+// maxResponseMiB of host/config default to the same values.
+const (
+	DefaultTimeout          = 10 * time.Minute
+	DefaultIdleTimeout      = 2 * time.Minute
+	DefaultMaxResponseBytes = 16 << 20
+)
+
 // ClientConfig configures a Client.
 type ClientConfig struct {
 	// BaseURL is the API root, e.g. https://api.deepseek.com or
@@ -35,13 +45,29 @@ type ClientConfig struct {
 	// than 12 bytes are taken for local placeholders ("none", "x") and are
 	// not searched for, since replacing them would corrupt ordinary text.
 	APIKey Secret
+	// Route is the name of the configured route the client serves. The
+	// errors of the bounds below name its keys (models.ROUTE.idleTimeout);
+	// empty names them generically (models.NAME.idleTimeout).
+	Route string
 	// Timeout bounds a whole attempt, from sending the request to the end
-	// of the stream; 0 means no bound.
+	// of the stream; 0 means DefaultTimeout, a negative value no bound.
 	Timeout time.Duration
-	// IdleTimeout bounds the silence while waiting for response headers
-	// and between stream reads (keepalive comments count as data); 0 means
-	// 5 minutes, a negative value no bound.
+	// IdleTimeout bounds the time without progress: the wait for the
+	// response headers, then the gaps between payloads that advance the
+	// reply (text, reasoning, a tool-call fragment, a finish reason, usage
+	// or an error). SSE comments (keep-alives) and empty or malformed
+	// chunks are not progress, so a server that only keeps the connection
+	// open is stopped. 0 means DefaultIdleTimeout, a negative value no
+	// bound.
 	IdleTimeout time.Duration
+	// MaxResponseBytes caps the bytes of one response body, keep-alives
+	// included; a larger response fails with CodeResponseTooLarge, keeping
+	// the part read so far. 0 means DefaultMaxResponseBytes, a negative
+	// value no cap.
+	MaxResponseBytes int64
+	// Logger receives warnings about the stream, such as malformed chunks
+	// (once per attempt); nil means none.
+	Logger hclog.Logger
 	// HTTPClient sends the requests; nil means a client with no overall
 	// timeout (streams are long) over http.DefaultTransport.
 	HTTPClient *http.Client
@@ -58,7 +84,18 @@ type Client struct {
 	key  string
 	cfg  ClientConfig
 	http *http.Client
+	log  hclog.Logger
+	// afterFunc arms the idle timer; tests replace it to control time.
+	afterFunc func(time.Duration, func()) timer
 }
+
+// timer is the part of *time.Timer the idle watchdog uses.
+type timer interface {
+	Reset(time.Duration) bool
+	Stop() bool
+}
+
+func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
 // NewClient returns a client for the API rooted at cfg.BaseURL.
 func NewClient(cfg ClientConfig) (*Client, error) {
@@ -69,8 +106,18 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("llm: client: base URL %q must start with http:// or https://", base)
 	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
 	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = 5 * time.Minute
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxResponseBytes == 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "weir"
@@ -79,15 +126,17 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{url: base + "/chat/completions", key: string(cfg.APIKey), cfg: cfg, http: hc}, nil
+	return &Client{url: base + "/chat/completions", key: string(cfg.APIKey), cfg: cfg, http: hc, log: log,
+		afterFunc: realAfterFunc}, nil
 }
 
 // URL returns the endpoint the client posts to.
 func (c *Client) URL() string { return c.url }
 
 var (
-	errIdle    = errors.New("idle timeout")
-	errTimeout = errors.New("attempt timeout")
+	errIdle     = errors.New("idle timeout")
+	errTimeout  = errors.New("attempt timeout")
+	errTooLarge = errors.New("response size cap exceeded")
 )
 
 // Stream sends req and streams the reply (see Model). The body sent is
@@ -109,7 +158,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.Timeout, errTimeout)
 		defer stop()
 	}
-	watch := newWatchdog(c.cfg.IdleTimeout, cancel)
+	watch := c.newWatchdog(cancel)
 	defer watch.stop()
 
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
@@ -163,12 +212,19 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 	}
 
 	a := &assembler{on: on}
+	defer c.warnMalformed(provider, a)
+	stream := c.capped(resp.Body)
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		// The server ignored stream:true and sent one chat.completion.
-		raw, err := io.ReadAll(io.LimitReader(watch.reader(resp.Body), 64<<20))
+		// Whitespace (DeepSeek's keep-alive for such requests) is not
+		// progress.
+		raw, err := io.ReadAll(watch.reader(stream))
 		if err != nil {
 			if e := c.ctxError(ctx, provider); e != nil {
 				return fail(a, e)
+			}
+			if errors.Is(err, errTooLarge) {
+				return fail(a, c.tooLarge(provider))
 			}
 			return fail(a, &Error{Code: CodeBrokenStream, Provider: provider, What: "the response broke before it was complete",
 				Hint: "retry", Err: c.redactErr(err)})
@@ -182,7 +238,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 		}
 		return c.complete(a, true, provider, rec, since())
 	}
-	done, err := c.pump(watch.reader(resp.Body), a, rec, since)
+	done, err := c.pump(stream, a, rec, since, watch.kick)
 	switch {
 	case done:
 		return c.complete(a, true, provider, rec, since())
@@ -193,6 +249,9 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 	}
 	if e := c.ctxError(ctx, provider); e != nil {
 		return fail(a, e)
+	}
+	if errors.Is(err, errTooLarge) {
+		return fail(a, c.tooLarge(provider))
 	}
 	if errors.Is(err, io.EOF) && a.finished {
 		return c.complete(a, false, provider, rec, since())
@@ -205,10 +264,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 	return fail(a, e)
 }
 
-// pump reads the event stream r into a and rec. It returns done at
-// [DONE]; with a.failure set when the provider sent an error; otherwise
-// the read error, io.EOF at a clean end.
-func (c *Client) pump(r io.Reader, a *assembler, rec *recorder, since func() int64) (done bool, err error) {
+// pump reads the event stream r into a and rec, calling progress after
+// each payload that advanced the reply (see ClientConfig.IdleTimeout). It
+// returns done at [DONE]; with a.failure set when the provider sent an
+// error; otherwise the read error, io.EOF at a clean end.
+func (c *Client) pump(r io.Reader, a *assembler, rec *recorder, since func() int64, progress func()) (done bool, err error) {
 	sse := newSSEReader(r)
 	for {
 		ev, err := sse.next()
@@ -219,10 +279,14 @@ func (c *Client) pump(r io.Reader, a *assembler, rec *recorder, since func() int
 		if ev.Name == "" && isDone(data) {
 			return true, nil
 		}
+		before := a.progress
 		kept, isJSON := a.feed(data, ev.Name)
 		rec.chunk(since(), kept, isJSON, ev.Name)
 		if a.failure != nil {
 			return false, nil
+		}
+		if a.progress != before {
+			progress()
 		}
 	}
 }
@@ -262,18 +326,89 @@ func (c *Client) ctxError(ctx context.Context, provider string) *Error {
 	switch {
 	case errors.Is(cause, errIdle):
 		return &Error{Code: CodeTimeout, Provider: provider,
-			What: fmt.Sprintf("the provider sent nothing for %s", c.cfg.IdleTimeout),
-			Hint: "the provider may be overloaded; retry, or raise the idle timeout", Err: cause}
+			What: fmt.Sprintf("the provider made no progress for %s (idle timeout; keep-alive comments and empty chunks do not count)", c.cfg.IdleTimeout),
+			Hint: fmt.Sprintf("the provider may be overloaded or stuck; retry, or raise %s if it is known to pause this long", c.configKey("idleTimeout")),
+			Err:  cause}
 	case errors.Is(cause, errTimeout):
 		return &Error{Code: CodeTimeout, Provider: provider,
-			What: fmt.Sprintf("the attempt took longer than %s", c.cfg.Timeout),
-			Hint: "retry, or raise the request timeout", Err: cause}
+			What: fmt.Sprintf("the attempt took longer than %s (the deadline of one model attempt)", c.cfg.Timeout),
+			Hint: fmt.Sprintf("retry, or raise %s if replies this long are expected", c.configKey("timeout")),
+			Err:  cause}
 	case errors.Is(cause, context.DeadlineExceeded):
 		return &Error{Code: CodeTimeout, Provider: provider, What: "the caller's deadline passed",
 			Hint: "retry with a later deadline", Err: cause}
 	}
 	return &Error{Code: CodeCancelled, Provider: provider, What: "the request was cancelled",
 		Hint: "nothing to do; the delivered part of the reply was kept", Err: cause}
+}
+
+// configKey is the configuration key of the route setting name.
+func (c *Client) configKey(name string) string {
+	route := c.cfg.Route
+	if route == "" {
+		route = "NAME"
+	}
+	return "models." + route + "." + name
+}
+
+// tooLarge is the error of a response over the size cap.
+func (c *Client) tooLarge(provider string) *Error {
+	return &Error{Code: CodeResponseTooLarge, Provider: provider,
+		What: fmt.Sprintf("the response exceeded the size cap of %s per attempt", byteSize(c.cfg.MaxResponseBytes)),
+		Hint: fmt.Sprintf("the reply was cut off there and is not retried; raise %s if replies this large are expected", c.configKey("maxResponseMiB")),
+		Err:  errTooLarge}
+}
+
+// byteSize formats n as whole MiB when it is a multiple of one.
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// warnMalformed logs, once per attempt, that the provider sent payloads
+// that are not valid JSON. They are kept in the stream record as strings
+// and otherwise skipped.
+func (c *Client) warnMalformed(provider string, a *assembler) {
+	if a.malformed == 0 {
+		return
+	}
+	c.log.Warn("the provider sent malformed stream chunks; they were recorded and skipped",
+		"provider", provider, "route", c.cfg.Route, "count", a.malformed, "first", a.firstMalformed)
+}
+
+// capped bounds r to the configured response size.
+func (c *Client) capped(r io.Reader) io.Reader {
+	if c.cfg.MaxResponseBytes < 0 {
+		return r
+	}
+	return &capReader{r: r, left: c.cfg.MaxResponseBytes}
+}
+
+// capReader reads at most left more bytes, then fails with errTooLarge if
+// the source has more.
+type capReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.over {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	if int64(n) > c.left {
+		n, c.over = int(c.left), true
+		c.left = 0
+		return n, errTooLarge
+	}
+	c.left -= int64(n)
+	return n, err
 }
 
 func (c *Client) transportError(ctx context.Context, provider string, err error, doing string) *Error {
@@ -327,17 +462,17 @@ func (c *Client) redactErr(err error) error {
 	return errors.New(c.redactString(err.Error()))
 }
 
-// watchdog cancels an attempt when no data arrived for the idle timeout.
+// watchdog cancels an attempt when it made no progress for the idle
+// timeout.
 type watchdog struct {
-	d      time.Duration
-	t      *time.Timer
-	cancel context.CancelCauseFunc
+	d time.Duration
+	t timer
 }
 
-func newWatchdog(d time.Duration, cancel context.CancelCauseFunc) *watchdog {
-	w := &watchdog{d: d, cancel: cancel}
-	if d > 0 {
-		w.t = time.AfterFunc(d, func() { cancel(errIdle) })
+func (c *Client) newWatchdog(cancel context.CancelCauseFunc) *watchdog {
+	w := &watchdog{d: c.cfg.IdleTimeout}
+	if w.d > 0 {
+		w.t = c.afterFunc(w.d, func() { cancel(errIdle) })
 	}
 	return w
 }
@@ -354,6 +489,8 @@ func (w *watchdog) stop() {
 	}
 }
 
+// reader returns r kicking the watchdog on every read that brought
+// something other than whitespace.
 func (w *watchdog) reader(r io.Reader) io.Reader {
 	if w.t == nil {
 		return r
@@ -368,7 +505,7 @@ type kickReader struct {
 
 func (k *kickReader) Read(p []byte) (int, error) {
 	n, err := k.r.Read(p)
-	if n > 0 {
+	if len(bytes.TrimSpace(p[:n])) > 0 {
 		k.w.kick()
 	}
 	return n, err

@@ -1,15 +1,20 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/llm/llmtest"
 	"github.com/weirhost/weir/surface"
@@ -394,49 +399,262 @@ func TestClientCancelAndTimeouts(t *testing.T) {
 		require.Empty(t, res.FinishReason)
 		requireReassembles(t, res)
 	})
-	t.Run("cancelled before headers", func(t *testing.T) {
+	t.Run("caller's deadline before headers", func(t *testing.T) {
 		srv := llmtest.NewServer(t)
+		// The server answers only when the test ends (this cleanup runs
+		// before the server's own).
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
 		srv.SetFallback(func(int, llmtest.Request) llmtest.Reply {
-			time.Sleep(50 * time.Millisecond)
+			<-release
 			return llmtest.TextReply(1, 1, "late")
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		defer cancel()
 		_, err := newTestClient(t, srv, nil).Stream(ctx, simpleRequest("p"), nil)
-		require.ErrorIs(t, err, ErrTimeout)
-	})
-	t.Run("idle timeout", func(t *testing.T) {
-		srv := llmtest.NewServer(t)
-		srv.Push(llmtest.Reply{Chunks: []string{llmtest.Text("x")}, End: llmtest.EndStall})
-		res, err := newTestClient(t, srv, func(c *ClientConfig) { c.IdleTimeout = 50 * time.Millisecond }).Stream(context.Background(), simpleRequest("p"), nil)
 		var e *Error
 		require.ErrorAs(t, err, &e)
 		require.Equal(t, CodeTimeout, e.Code)
-		require.Contains(t, e.What, "sent nothing for 50ms")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Contains(t, e.What, "caller's deadline")
+	})
+	t.Run("idle timeout keeps the partial reply", func(t *testing.T) {
+		srv := llmtest.NewServer(t)
+		srv.Push(llmtest.Reply{Chunks: []string{llmtest.Text("x")}, End: llmtest.EndKeepAlive})
+		c := newTestClient(t, srv, func(c *ClientConfig) { c.Route = "test" })
+		idle := manualClock(c)
+		// The idle timer fires once "x" arrived: no real time is involved.
+		res, err := c.Stream(context.Background(), simpleRequest("p"), func(d Delta) { idle.fire() })
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		require.Equal(t, CodeTimeout, e.Code)
+		require.ErrorIs(t, err, errIdle)
+		require.Contains(t, e.What, "no progress for 2m0s")
+		require.Contains(t, e.Hint, "models.test.idleTimeout")
 		require.Equal(t, []surface.Block{surface.Text("x")}, res.Content)
 		requireReassembles(t, res)
 	})
-	t.Run("slow but alive stream outlives the idle timeout", func(t *testing.T) {
-		srv := llmtest.NewServer(t)
-		// Six gaps of 60ms: the whole reply takes longer than the idle
-		// timeout, no single silence does.
-		srv.Push(llmtest.Reply{Chunks: []string{llmtest.Text("a"), llmtest.Text("b"), llmtest.Text("c"), llmtest.Text("d"), llmtest.Text("e"), llmtest.Finish("stop")},
-			Gap: 60 * time.Millisecond})
-		start := time.Now()
-		res, err := newTestClient(t, srv, func(c *ClientConfig) { c.IdleTimeout = 200 * time.Millisecond }).Stream(context.Background(), simpleRequest("p"), nil)
-		require.NoError(t, err)
-		require.Equal(t, []surface.Block{surface.Text("abcde")}, res.Content)
-		require.Greater(t, time.Since(start), 200*time.Millisecond)
-	})
-	t.Run("attempt timeout", func(t *testing.T) {
-		srv := llmtest.NewServer(t)
-		srv.Push(llmtest.Reply{Chunks: []string{llmtest.Text("a"), llmtest.Text("b"), llmtest.Text("c")}, Gap: 30 * time.Millisecond, End: llmtest.EndStall})
-		_, err := newTestClient(t, srv, func(c *ClientConfig) { c.Timeout = 60 * time.Millisecond }).Stream(context.Background(), simpleRequest("p"), nil)
-		var e *Error
-		require.ErrorAs(t, err, &e)
-		require.Equal(t, CodeTimeout, e.Code)
-		require.Contains(t, e.What, "longer than 60ms")
-	})
+}
+
+// manualTimer is an idle timer that fires only when told to.
+type manualTimer struct {
+	mu     sync.Mutex
+	f      func()
+	resets int
+}
+
+func (m *manualTimer) Reset(time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.resets++
+	return true
+}
+
+func (m *manualTimer) Stop() bool { return true }
+
+func (m *manualTimer) fire() { m.f() }
+
+// manualClock makes c's idle timer a manualTimer, returned once armed.
+func manualClock(c *Client) *manualTimer {
+	m := &manualTimer{}
+	c.afterFunc = func(_ time.Duration, f func()) timer {
+		m.f = f
+		return m
+	}
+	return m
+}
+
+// TestHangingServersAreStopped runs the client against servers that never
+// finish: each must end with the error of the bound that stops it. The
+// servers block until the client leaves or the test ends; the bounds are
+// short, and only the kind of error is checked, never how fast it came.
+func TestHangingServersAreStopped(t *testing.T) {
+	keepAlive := func(chunks ...string) llmtest.Reply {
+		return llmtest.Reply{Chunks: chunks, End: llmtest.EndKeepAlive}
+	}
+	endless := llmtest.Reply{Chunks: []string{llmtest.Text("xxxxxxxx")}, End: llmtest.EndRepeat}
+	tests := []struct {
+		name  string
+		reply llmtest.Reply
+		cfg   ClientConfig
+		code  string
+		cause error
+		key   string
+	}{
+		{name: "keep-alives only", reply: keepAlive(),
+			cfg: ClientConfig{IdleTimeout: 200 * time.Millisecond, Timeout: -1, MaxResponseBytes: -1}, code: CodeTimeout, cause: errIdle, key: "models.test.idleTimeout"},
+		{name: "keep-alives after content", reply: keepAlive(llmtest.Role(), llmtest.Text("partial")),
+			cfg: ClientConfig{IdleTimeout: 200 * time.Millisecond, Timeout: -1, MaxResponseBytes: -1}, code: CodeTimeout, cause: errIdle, key: "models.test.idleTimeout"},
+		{name: "empty chunks are not progress", reply: llmtest.Reply{Chunks: []string{llmtest.Role(), `{"choices":[{"index":0,"delta":{}}]}`, `{"choices":[]}`},
+			End: llmtest.EndRepeat, Gap: 5 * time.Millisecond},
+			cfg: ClientConfig{IdleTimeout: 200 * time.Millisecond, Timeout: -1, MaxResponseBytes: -1}, code: CodeTimeout, cause: errIdle, key: "models.test.idleTimeout"},
+		{name: "endless content, overall timeout", reply: endless,
+			cfg: ClientConfig{IdleTimeout: -1, Timeout: 200 * time.Millisecond, MaxResponseBytes: -1}, code: CodeTimeout, cause: errTimeout, key: "models.test.timeout"},
+		{name: "endless content, size cap", reply: endless,
+			cfg: ClientConfig{IdleTimeout: -1, Timeout: -1, MaxResponseBytes: 64 << 10}, code: CodeResponseTooLarge, cause: errTooLarge, key: "models.test.maxResponseMiB"},
+		{name: "endless keep-alives, size cap", reply: llmtest.Reply{End: llmtest.EndKeepAlive, Tick: time.Millisecond},
+			cfg: ClientConfig{IdleTimeout: -1, Timeout: -1, MaxResponseBytes: 4 << 10}, code: CodeResponseTooLarge, cause: errTooLarge, key: "models.test.maxResponseMiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t)
+			srv.Push(tt.reply)
+			c := newTestClient(t, srv, func(c *ClientConfig) {
+				c.Route, c.Timeout, c.IdleTimeout, c.MaxResponseBytes = "test", tt.cfg.Timeout, tt.cfg.IdleTimeout, tt.cfg.MaxResponseBytes
+			})
+			res, err := streamOrHang(t, c)
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			require.Equal(t, tt.code, e.Code)
+			require.ErrorIs(t, err, tt.cause)
+			require.Contains(t, err.Error(), tt.key, "the message names the key that raises the bound")
+			require.False(t, e.Retryable() && tt.code == CodeResponseTooLarge, "a response over the cap is not retried")
+			requireReassembles(t, res)
+			info := streamInfo(t, res)
+			require.Equal(t, tt.code, info.Code, "the record ends with the failure")
+			require.False(t, info.Done)
+		})
+	}
+}
+
+// streamOrHang streams a simple request, failing the test if the client
+// does not return within a minute: a hang, not a slow machine.
+func streamOrHang(t *testing.T, c *Client) (*Result, error) {
+	t.Helper()
+	type out struct {
+		res *Result
+		err error
+	}
+	ch := make(chan out, 1)
+	go func() {
+		res, err := c.Stream(context.Background(), simpleRequest("p"), nil)
+		ch <- out{res, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.res, o.err
+	case <-time.After(time.Minute):
+		t.Fatal("the client did not stop a hanging server")
+		return nil, nil
+	}
+}
+
+func streamInfo(t *testing.T, res *Result) StreamInfo {
+	t.Helper()
+	_, info, err := ReassembleInfo(res.Stream)
+	require.NoError(t, err)
+	return info
+}
+
+// TestSizeCap checks the cap at its boundary, for a streamed reply and a
+// non-streamed body, and that the part read before it is kept.
+func TestSizeCap(t *testing.T) {
+	body := []byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"` + strings.Repeat("a", 1000) + `"},"finish_reason":"stop"}]}`)
+	stream := "data: " + llmtest.Text("hello") + "\n\n" + "data: " + llmtest.Text(strings.Repeat("b", 1000)) + "\n\n" +
+		"data: " + llmtest.Finish("stop") + "\n\n" + "data: [DONE]\n\n"
+	first := len("data: " + llmtest.Text("hello") + "\n\n")
+	tests := []struct {
+		name    string
+		reply   llmtest.Reply
+		cap     int64
+		code    string
+		content []surface.Block
+	}{
+		{name: "body at the cap", reply: llmtest.Reply{Body: body}, cap: int64(len(body)), content: []surface.Block{surface.Text(strings.Repeat("a", 1000))}},
+		{name: "body one byte over", reply: llmtest.Reply{Body: body}, cap: int64(len(body)) - 1, code: CodeResponseTooLarge, content: []surface.Block{}},
+		{name: "stream at the cap", reply: llmtest.Reply{Raw: []string{stream}}, cap: int64(len(stream)),
+			content: []surface.Block{surface.Text("hello" + strings.Repeat("b", 1000))}},
+		{name: "stream one byte over", reply: llmtest.Reply{Raw: []string{stream}}, cap: int64(len(stream)) - 1, code: CodeResponseTooLarge,
+			content: []surface.Block{surface.Text("hello" + strings.Repeat("b", 1000))}},
+		{name: "stream cut in its second chunk keeps the first", reply: llmtest.Reply{Raw: []string{stream}}, cap: int64(first) + 10, code: CodeResponseTooLarge,
+			content: []surface.Block{surface.Text("hello")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t)
+			srv.Push(tt.reply)
+			res, err := newTestClient(t, srv, func(c *ClientConfig) { c.MaxResponseBytes = tt.cap }).Stream(context.Background(), simpleRequest("p"), nil)
+			if tt.code == "" {
+				require.NoError(t, err)
+			} else {
+				var e *Error
+				require.ErrorAs(t, err, &e)
+				require.Equal(t, tt.code, e.Code)
+				require.ErrorIs(t, err, ErrResponseTooLarge)
+				require.False(t, e.Retryable())
+				require.Contains(t, e.What, fmt.Sprintf("size cap of %d bytes", tt.cap))
+				require.Contains(t, e.Hint, "models.NAME.maxResponseMiB")
+			}
+			require.Equal(t, tt.content, res.Content)
+			requireReassembles(t, res)
+		})
+	}
+}
+
+// TestProgress checks what resets the idle timer: payloads that advance
+// the reply, never comments, empty or malformed chunks.
+func TestProgress(t *testing.T) {
+	data := func(p string) string { return "data: " + p + "\n\n" }
+	tests := []struct {
+		name   string
+		stream string
+		want   int
+	}{
+		{"text and reasoning", data(llmtest.Text("a")) + data(llmtest.Reasoning("r")) + data(llmtest.Text("b")), 3},
+		{"keep-alive comments", ": keep-alive\n\n:\n\n: OPENROUTER PROCESSING\n\n", 0},
+		{"role and empty deltas", data(llmtest.Role()) + data(`{"choices":[{"index":0,"delta":{}}]}`) + data(`{"choices":[]}`) + data(`{}`) + data(llmtest.Text("")), 0},
+		{"malformed chunks", data(`{"choices":`) + data("not json") + "data:\n\n", 0},
+		{"tool-call fragments", data(llmtest.ToolCall(0, "call_1", "read", "")) + data(llmtest.ToolCall(0, "", "", `{"p":1}`)) + data(llmtest.ToolCall(0, "", "", "")), 2},
+		{"finish and usage", data(llmtest.Finish("stop")) + data(llmtest.Usage(1, 1, 0, 0)), 2},
+		{"comments between text", data(llmtest.Text("a")) + ": keep-alive\n\n" + data(llmtest.Text("b")), 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewClient(ClientConfig{BaseURL: "http://127.0.0.1"})
+			require.NoError(t, err)
+			n := 0
+			_, err = c.pump(strings.NewReader(tt.stream), &assembler{}, newRecorder(), func() int64 { return 0 }, func() { n++ })
+			require.ErrorIs(t, err, io.EOF)
+			require.Equal(t, tt.want, n)
+		})
+	}
+}
+
+// TestMalformedChunksWarnOnce checks that an attempt with malformed chunks
+// logs one warning, however many there were, and one without logs none.
+func TestMalformedChunksWarnOnce(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+		warns  int
+	}{
+		{"three malformed", []string{"{oops", llmtest.Text("a"), "not json", "{", llmtest.Finish("stop")}, 1},
+		{"none", []string{llmtest.Text("a"), llmtest.Finish("stop")}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t)
+			srv.Push(llmtest.Stream(tt.chunks...))
+			var buf bytes.Buffer
+			log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn})
+			res, err := newTestClient(t, srv, func(c *ClientConfig) { c.Logger, c.Route = log, "test" }).Stream(context.Background(), simpleRequest("p"), nil)
+			require.NoError(t, err)
+			require.Equal(t, []surface.Block{surface.Text("a")}, res.Content)
+			require.Equal(t, tt.warns, strings.Count(buf.String(), "malformed stream chunks"), buf.String())
+			if tt.warns > 0 {
+				require.Contains(t, buf.String(), "count=3")
+				require.Contains(t, buf.String(), "route=test")
+			}
+		})
+	}
+}
+
+func TestClientDefaults(t *testing.T) {
+	c, err := NewClient(ClientConfig{BaseURL: "http://127.0.0.1"})
+	require.NoError(t, err)
+	require.Equal(t, DefaultTimeout, c.cfg.Timeout)
+	require.Equal(t, DefaultIdleTimeout, c.cfg.IdleTimeout)
+	require.Equal(t, int64(DefaultMaxResponseBytes), c.cfg.MaxResponseBytes)
 }
 
 func TestNewClientConfig(t *testing.T) {
@@ -484,4 +702,35 @@ func TestIsOverflowWordings(t *testing.T) {
 	require.True(t, isOverflow("Context Window exceeded"))
 	require.False(t, isOverflow("Invalid value for temperature"))
 	require.False(t, strings.Contains(shorten(strings.Repeat("é", 600)), "\uFFFD"), "shorten cuts at rune boundaries")
+}
+
+// TestRetryAfter checks the provider's requested delay: seconds, an HTTP
+// date, milliseconds, and values that must not overflow or go negative.
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+	}{
+		{"none", http.Header{}, 0},
+		{"seconds", http.Header{"Retry-After": {"7"}}, 7 * time.Second},
+		{"fraction", http.Header{"Retry-After": {"1.5"}}, 1500 * time.Millisecond},
+		{"date", http.Header{"Retry-After": {now.Add(90 * time.Second).Format(http.TimeFormat)}}, 90 * time.Second},
+		{"date in the past", http.Header{"Retry-After": {now.Add(-time.Hour).Format(http.TimeFormat)}}, 0},
+		{"milliseconds win", http.Header{"Retry-After": {"7"}, "Retry-After-Ms": {"250"}}, 250 * time.Millisecond},
+		{"an hour is kept whole", http.Header{"Retry-After": {"3600"}}, time.Hour},
+		{"huge seconds are capped", http.Header{"Retry-After": {"1e30"}}, maxRetryAfter},
+		{"huge milliseconds are capped", http.Header{"Retry-After-Ms": {"1e30"}}, maxRetryAfter},
+		{"Inf is capped", http.Header{"Retry-After": {"Inf"}}, maxRetryAfter},
+		{"NaN is no delay", http.Header{"Retry-After": {"NaN"}}, 0},
+		{"negative is no delay", http.Header{"Retry-After": {"-5"}}, 0},
+		{"far date is capped", http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, maxRetryAfter},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, retryAfter(tt.header, now))
+		})
+	}
 }

@@ -16,7 +16,10 @@ var lenient = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.Allo
 // checked in full (valid reports a payload that is one valid JSON value,
 // in strict mode also valid UTF-8 without duplicate names), while members
 // of unexpected types are skipped rather than failing the chunk. It is
-// reused across payloads.
+// reused across payloads, and reads each payload in place: the decoder
+// parses a bytes.Buffer without copying it, and every value kept is copied
+// out, so a payload (a whole non-streamed body included) is never held
+// twice.
 type chunkDecoder struct {
 	dec jsontext.Decoder
 	buf bytes.Buffer
@@ -24,8 +27,7 @@ type chunkDecoder struct {
 
 // decode parses p. c is nil when p is not a JSON object.
 func (d *chunkDecoder) decode(p []byte, strict bool) (c *chunk, valid bool) {
-	d.buf.Reset()
-	d.buf.Write(p)
+	d.buf = *bytes.NewBuffer(p)
 	if strict {
 		d.dec.Reset(&d.buf)
 	} else {

@@ -35,10 +35,19 @@
 //
 // Failures are *[Error] values with a stable Code (AUTH, QUOTA, RATE_LIMIT,
 // CONTEXT_WINDOW_EXCEEDED, BAD_REQUEST, SERVER_ERROR, BROKEN_STREAM,
-// CANCELLED, TIMEOUT, NETWORK) that the loop records as the turn-end error
-// code; errors.Is matches them against the Err* sentinels. A failed stream
+// CANCELLED, TIMEOUT, NETWORK, RESPONSE_TOO_LARGE) that the loop records
+// as the turn-end error code; errors.Is matches them against the Err*
+// sentinels. A failed stream
 // still returns the Result delivered so far, so the loop can record the
 // prefix. The API key never appears in an error, a Result or a record.
+//
+// # Bounds
+//
+// The stream is untrusted, so every attempt of the [Client] is bounded (see
+// [ClientConfig]): an overall deadline, an idle timeout that only progress
+// resets (SSE keep-alive comments and empty chunks do not), and a cap on
+// the response bytes. Each has a default and fails with an error naming
+// the route key that raises it.
 //
 // # Offline
 //

@@ -14,16 +14,17 @@ import (
 // Error codes: stable strings the agent loop records as the turn-end error
 // code.
 const (
-	CodeAuth            = "AUTH"                    // 401, 403: key missing, wrong or not allowed
-	CodeQuota           = "QUOTA"                   // 402: account balance or quota exhausted
-	CodeRateLimit       = "RATE_LIMIT"              // 429: slow down; RetryAfter when the provider said
-	CodeContextOverflow = "CONTEXT_WINDOW_EXCEEDED" // the request does not fit the model's context
-	CodeBadRequest      = "BAD_REQUEST"             // other 4xx, or a request that cannot be encoded
-	CodeServer          = "SERVER_ERROR"            // 5xx, or an error the provider reported mid-stream
-	CodeBrokenStream    = "BROKEN_STREAM"           // the stream ended before the reply finished
-	CodeCancelled       = "CANCELLED"               // the caller's context was cancelled
-	CodeTimeout         = "TIMEOUT"                 // a client timeout expired
-	CodeNetwork         = "NETWORK"                 // the provider could not be reached
+	CodeAuth             = "AUTH"                    // 401, 403: key missing, wrong or not allowed
+	CodeQuota            = "QUOTA"                   // 402: account balance or quota exhausted
+	CodeRateLimit        = "RATE_LIMIT"              // 429: slow down; RetryAfter when the provider said
+	CodeContextOverflow  = "CONTEXT_WINDOW_EXCEEDED" // the request does not fit the model's context
+	CodeBadRequest       = "BAD_REQUEST"             // other 4xx, or a request that cannot be encoded
+	CodeServer           = "SERVER_ERROR"            // 5xx, or an error the provider reported mid-stream
+	CodeBrokenStream     = "BROKEN_STREAM"           // the stream ended before the reply finished
+	CodeCancelled        = "CANCELLED"               // the caller's context was cancelled
+	CodeTimeout          = "TIMEOUT"                 // a client timeout expired
+	CodeNetwork          = "NETWORK"                 // the provider could not be reached
+	CodeResponseTooLarge = "RESPONSE_TOO_LARGE"      // the response exceeded the route's size cap
 )
 
 // Error is a failed model call. Use errors.As to read it, or errors.Is with
@@ -45,16 +46,17 @@ type Error struct {
 
 // Sentinels for errors.Is: an *Error matches the sentinel of its Code.
 var (
-	ErrAuth            = &Error{Code: CodeAuth}
-	ErrQuota           = &Error{Code: CodeQuota}
-	ErrRateLimit       = &Error{Code: CodeRateLimit}
-	ErrContextOverflow = &Error{Code: CodeContextOverflow}
-	ErrBadRequest      = &Error{Code: CodeBadRequest}
-	ErrServer          = &Error{Code: CodeServer}
-	ErrBrokenStream    = &Error{Code: CodeBrokenStream}
-	ErrCancelled       = &Error{Code: CodeCancelled}
-	ErrTimeout         = &Error{Code: CodeTimeout}
-	ErrNetwork         = &Error{Code: CodeNetwork}
+	ErrAuth             = &Error{Code: CodeAuth}
+	ErrQuota            = &Error{Code: CodeQuota}
+	ErrRateLimit        = &Error{Code: CodeRateLimit}
+	ErrContextOverflow  = &Error{Code: CodeContextOverflow}
+	ErrBadRequest       = &Error{Code: CodeBadRequest}
+	ErrServer           = &Error{Code: CodeServer}
+	ErrBrokenStream     = &Error{Code: CodeBrokenStream}
+	ErrCancelled        = &Error{Code: CodeCancelled}
+	ErrTimeout          = &Error{Code: CodeTimeout}
+	ErrNetwork          = &Error{Code: CodeNetwork}
+	ErrResponseTooLarge = &Error{Code: CodeResponseTooLarge}
 )
 
 func (e *Error) Error() string {
@@ -91,6 +93,8 @@ func (e *Error) Is(target error) bool {
 }
 
 // Retryable reports whether the same request may succeed when sent again.
+// A response over the size cap is not: the same request would most likely
+// run into the cap again.
 func (e *Error) Retryable() bool {
 	switch e.Code {
 	case CodeRateLimit, CodeServer, CodeBrokenStream, CodeTimeout, CodeNetwork:
@@ -241,7 +245,7 @@ func statusError(provider string, status int, h http.Header, body []byte, now ti
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return seconds(ms / 1000)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -249,17 +253,30 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
+		return seconds(s)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
-			return d.Round(time.Second)
+			return min(d.Round(time.Second), maxRetryAfter)
 		}
 	}
 	return 0
+}
+
+// maxRetryAfter bounds a provider's requested delay: a larger value (or
+// "Inf") reads as this, so it can neither overflow nor go negative.
+const maxRetryAfter = 24 * time.Hour
+
+// seconds converts a delay in seconds to a Duration in [0, maxRetryAfter];
+// NaN and non-positive values are 0.
+func seconds(s float64) time.Duration {
+	switch {
+	case !(s > 0): // also NaN
+		return 0
+	case s >= maxRetryAfter.Seconds():
+		return maxRetryAfter
+	}
+	return time.Duration(s * float64(time.Second))
 }
 
 // streamError classifies an error object a provider sent inside the stream.

@@ -25,7 +25,18 @@ const (
 	// EndStall keeps the connection open, sending nothing, until the
 	// client goes away or the server closes.
 	EndStall
+	// EndKeepAlive keeps the connection open, sending an SSE comment
+	// (": keep-alive") every Tick, until the client goes away or the
+	// server closes: a server that is alive but makes no progress.
+	EndKeepAlive
+	// EndRepeat sends the chunks (or raw pieces) again and again, each
+	// after Gap, until the client goes away or the server closes: a reply
+	// that never ends.
+	EndRepeat
 )
+
+// DefaultTick is the keep-alive interval of EndKeepAlive when Tick is 0.
+const DefaultTick = 5 * time.Millisecond
 
 // Reply is the scripted answer to one request.
 type Reply struct {
@@ -47,6 +58,8 @@ type Reply struct {
 	Gap time.Duration
 	// End says how the stream ends.
 	End End
+	// Tick is the interval of EndKeepAlive comments; 0 means DefaultTick.
+	Tick time.Duration
 }
 
 // Request is one recorded request.
@@ -188,14 +201,20 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, reply Reply) {
 			pieces[i] = "data: " + c + "\n\n"
 		}
 	}
-	for _, p := range pieces {
-		if reply.Gap > 0 && !s.pause(r, reply.Gap) {
-			return
+	send := func() bool {
+		for _, p := range pieces {
+			if reply.Gap > 0 && !s.pause(r, reply.Gap) {
+				return false
+			}
+			if _, err := io.WriteString(w, p); err != nil {
+				return false
+			}
+			fl.Flush()
 		}
-		if _, err := io.WriteString(w, p); err != nil {
-			return
-		}
-		fl.Flush()
+		return true
+	}
+	if !send() {
+		return
 	}
 	switch reply.End {
 	case EndDone:
@@ -209,6 +228,30 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, reply Reply) {
 		select {
 		case <-r.Context().Done():
 		case <-s.stop:
+		}
+	case EndKeepAlive:
+		tick := reply.Tick
+		if tick <= 0 {
+			tick = DefaultTick
+		}
+		for s.pause(r, tick) {
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+	case EndRepeat:
+		if len(pieces) == 0 {
+			return
+		}
+		for send() {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-s.stop:
+				return
+			default:
+			}
 		}
 	}
 }

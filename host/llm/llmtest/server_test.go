@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -69,4 +70,33 @@ func TestChunkBuilders(t *testing.T) {
 	require.Contains(t, ToolCall(1, "id", "fn", `{"x"`), `{"tool_calls":[{"index":1,"id":"id","type":"function","function":{"name":"fn","arguments":"{\"x\""}}]}`)
 	require.Contains(t, ToolCall(1, "", "", "1}"), `{"tool_calls":[{"index":1,"function":{"arguments":"1}"}}]}`)
 	require.Contains(t, DeepSeekUsage(3, 4, 5, 1), `"prompt_tokens":7,"completion_tokens":5,"total_tokens":12,"prompt_cache_hit_tokens":3,"prompt_cache_miss_tokens":4`)
+}
+
+// TestServerNeverEnding checks the endings of servers that never finish:
+// the stream goes on, as keep-alives or as the repeated reply, until the
+// client leaves.
+func TestServerNeverEnding(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply Reply
+		want  string
+	}{
+		{"keep-alive", Reply{Chunks: []string{Text("a")}, End: EndKeepAlive, Tick: time.Millisecond},
+			"data: " + Text("a") + "\n\n" + strings.Repeat(": keep-alive\n\n", 3)},
+		{"repeat", Reply{Chunks: []string{Text("a"), Text("b")}, End: EndRepeat},
+			strings.Repeat("data: "+Text("a")+"\n\ndata: "+Text("b")+"\n\n", 3)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewServer(t)
+			s.Push(tt.reply)
+			resp, err := http.Post(s.URL()+"/chat/completions", "application/json", strings.NewReader("{}"))
+			require.NoError(t, err)
+			got := make([]byte, len(tt.want))
+			_, err = io.ReadFull(resp.Body, got)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, string(got))
+			require.NoError(t, resp.Body.Close(), "the client leaves; the server stops")
+		})
+	}
 }
