@@ -108,14 +108,22 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	}
 	// Project the system prompt.
 	var commits []surface.PromptCommit
+	series := d.StartsSeries || l.ContentGeneration() != a.baseGen || a.toolsChanged()
+	popts := surface.PromptOptions{InHistory: a.cfg.Route.InHistory, StartsSeries: series, Plugin: a.promptID(), NewID: a.s.newID}
 	rendered, err := a.render(ctx, &asm)
-	if err != nil {
+	switch {
+	case err == nil:
+		commits = l.ProjectSystemPrompt(rendered, popts)
+	case !hasSystemNode(l):
+		// No prompt yet to keep: reserve the head with the empty prompt
+		// (spec 6.2-6.3), so node 0 is system and a later prompt replaces
+		// it instead of landing behind the user history.
+		a.log.Warn("system prompt provider failed; reserving an empty system head", "provider", a.promptID(), "error", err)
+		a.s.ReportFailure(Proposer{Kind: ByPrompt, ID: a.promptID()}, err)
+		commits = l.ProjectSystemPrompt("", popts)
+	default:
 		a.log.Warn("system prompt provider failed; keeping the last good prompt", "provider", a.promptID(), "error", err)
 		a.s.ReportFailure(Proposer{Kind: ByPrompt, ID: a.promptID()}, err)
-	} else {
-		series := d.StartsSeries || l.ContentGeneration() != a.baseGen || a.toolsChanged()
-		commits = l.ProjectSystemPrompt(rendered, surface.PromptOptions{
-			InHistory: a.cfg.Route.InHistory, StartsSeries: series, Plugin: a.promptID(), NewID: a.s.newID})
 	}
 	// step/start, then the prompt, then the entered batch.
 	if _, err := a.s.append(surface.TypeStepStart, stepRef{turn, step}, surface.Op{}, nil); err != nil {
@@ -182,6 +190,16 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 		out.continues = true
 		return end(nil)
 	}
+}
+
+// hasSystemNode reports whether a system/message survives on the surface.
+func hasSystemNode(l *surface.Log) bool {
+	for _, n := range l.Surface() {
+		if n.Type == surface.TypeSystemMessage {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *Agent) assemble() Assembly {
