@@ -301,6 +301,11 @@ func (a *Agent) recordCalls(l *ledger, by Proposer, reason CompactionReason, ps 
 			return
 		}
 	}
+	// The calls left the process: make their records durable now, as the
+	// compaction's own events are.
+	if err := a.s.Flush(); err != nil {
+		a.log.Warn("could not persist a plugin's model calls", "plugin", by.ID, "error", err)
+	}
 }
 
 // compactionID is the id of the first compaction/start among ps.
