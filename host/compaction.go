@@ -144,14 +144,15 @@ func (a *Agent) retryHandler(ctx context.Context, in RequestError) (RequestError
 		wait = time.Duration(a.retries+1) * 500 * time.Millisecond
 	}
 	data := retryData{Turn: in.Turn, Step: in.Step, Failure: surface.CallError{Message: e.Error(), Code: e.Code}}
-	if wait > a.cfg.MaxRetryWait {
+	if e.RetryAfter > a.cfg.MaxRetryWait {
 		// Say so: the provider asked for longer than the host will wait.
 		data.RetryAfterMs = e.RetryAfter.Milliseconds()
 		data.Note = fmt.Sprintf("the provider asked to wait %s (Retry-After); the host waits its cap of %s (%s)",
 			e.RetryAfter, a.cfg.MaxRetryWait, RetryWaitKey)
-		wait = a.cfg.MaxRetryWait
-		a.log.Warn("retry wait capped", "asked", e.RetryAfter, "waiting", wait, "key", RetryWaitKey)
+		a.log.Warn("the provider asked for a longer wait than the retry cap; waiting the cap",
+			"asked", e.RetryAfter, "waiting", a.cfg.MaxRetryWait, "key", RetryWaitKey)
 	}
+	wait = min(wait, a.cfg.MaxRetryWait)
 	a.retries++
 	data.Retry, data.WaitMs = a.retries, wait.Milliseconds()
 	if _, err := a.s.append(surface.TypeLLMRetry, data, surface.Op{}, nil); err != nil {
