@@ -334,6 +334,9 @@ func CallRequest(events []surface.Event, seq int64, sessionID string) (*llm.Requ
 	if err := unmarshal(events[seq].Data, &c); err != nil {
 		return nil, fmt.Errorf("seq %d: %s: %w", seq, TypePluginCall, err)
 	}
+	if c.Outcome == "refused" {
+		return nil, fmt.Errorf("seq %d: the call was refused by the compaction budget and never sent: %s", seq, c.Error)
+	}
 	l, err := surface.Restore(events[:seq])
 	if err != nil {
 		return nil, err

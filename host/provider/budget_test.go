@@ -129,6 +129,16 @@ func TestSummarizeLoopIsStoppedByTheBudget(t *testing.T) {
 				}
 			}
 			require.Equal(t, c.summaries, made, "one record per model call")
+			evs := l.s.Log().Events()
+			for i, e := range l.events(host.TypePluginCall) {
+				req, err := host.RequestAt(evs, e.Seq, l.s.ID())
+				if calls[i].Outcome == "refused" {
+					require.ErrorContains(t, err, "refused by the compaction budget and never sent")
+					continue
+				}
+				require.NoError(t, err)
+				require.Equal(t, fmt.Sprintf("Summarize, round %d.", i+1), surface.TextOf(req.Messages[len(req.Messages)-1].Content))
+			}
 			last := calls[len(calls)-1]
 			if c.refused > 0 {
 				require.Equal(t, "refused", last.Outcome)
