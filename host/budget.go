@@ -57,22 +57,27 @@ func (b CompactionBudget) withDefaults() CompactionBudget {
 	return b
 }
 
-// ErrBudget matches every *BudgetError.
-var ErrBudget = errors.New("compaction budget exceeded")
+// KeyStepBudget is the configuration key of Config.StepBudget.
+const KeyStepBudget = "sandbox.stepBudget"
 
-// BudgetError is a compaction that ran past its budget: Rule says which
-// bound, Key is its configuration key.
+// ErrBudget matches every *BudgetError.
+var ErrBudget = errors.New("budget exceeded")
+
+// BudgetError is a provider that ran past a budget: Scope is "compaction"
+// (CompactionBudget) or "step" (Config.StepBudget), Rule says which bound,
+// Key is its configuration key.
 type BudgetError struct {
 	Plugin string
-	Rule   string // "summarize calls", "summarize tokens", "wall clock"
+	Scope  string
+	Rule   string
 	Key    string
 	Limit  string
 	Used   string
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("compaction budget exceeded: provider %q: %s: %s used, the limit is %s (%s)",
-		e.Plugin, e.Rule, e.Used, e.Limit, e.Key)
+	return fmt.Sprintf("%s budget exceeded: provider %q: %s: %s used, the limit is %s (%s)",
+		e.Scope, e.Plugin, e.Rule, e.Used, e.Limit, e.Key)
 }
 
 // Is makes errors.Is(err, ErrBudget) true.
@@ -144,7 +149,6 @@ type ledger struct {
 	ctx    context.Context
 	plugin string
 	budget CompactionBudget
-	s      *Session
 
 	calls   int   // model calls made
 	tokens  int64 // their tokens
@@ -155,7 +159,7 @@ type ledger struct {
 
 func (l *ledger) fail(rule, key, limit, used string) error {
 	if l.err == nil {
-		l.err = &BudgetError{Plugin: l.plugin, Rule: rule, Key: key, Limit: limit, Used: used}
+		l.err = &BudgetError{Plugin: l.plugin, Scope: "compaction", Rule: rule, Key: key, Limit: limit, Used: used}
 	}
 	return l.err
 }
@@ -173,7 +177,8 @@ func (l *ledger) admit() error {
 	return l.wall()
 }
 
-// wall reports the compaction's wall clock running out.
+// wall reports the compaction's wall clock (or, for an automatic one, the
+// step's budget) running out during the compaction.
 func (l *ledger) wall() error {
 	var be *BudgetError
 	if errors.As(context.Cause(l.ctx), &be) {

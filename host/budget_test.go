@@ -92,7 +92,7 @@ func TestCompactionBudgetBindsEveryProvider(t *testing.T) {
 			var be *BudgetError
 			require.True(t, errors.As(err, &be))
 			require.Equal(t, c.key, be.Key)
-			require.ErrorContains(t, err, fmt.Sprintf(`compaction provider "greedy": compaction budget exceeded: provider "greedy"`))
+			require.ErrorContains(t, err, `compaction provider "greedy": compaction budget exceeded: provider "greedy"`)
 			require.ErrorContains(t, err, fmt.Sprintf("%d summarize calls were refused", c.refused))
 			fails := h.events(surface.TypePluginFailure)
 			require.NotEmpty(t, fails)

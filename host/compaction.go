@@ -19,18 +19,24 @@ import (
 func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason CompactionReason) error {
 	if reason != CompactManual {
 		var cancel context.CancelFunc
-		ctx, cancel = a.withBudget(ctx)
+		ctx, cancel = a.withBudget(ctx, c.ID())
 		defer cancel()
+	}
+	if ctx.Err() != nil {
+		// Cancelled, or the step's budget is spent already: the provider
+		// is not to blame, and not called.
+		a.log.Warn("compaction skipped: no time left", "provider", c.ID(), "cause", context.Cause(ctx))
+		return context.Cause(ctx)
 	}
 	b := a.cfg.CompactionBudget
 	if b.WallClock > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, b.WallClock, &BudgetError{Plugin: c.ID(), Rule: "wall clock per compaction",
-			Key: KeyCompactionWall, Limit: b.WallClock.String(), Used: b.WallClock.String() + " elapsed"})
+		ctx, cancel = context.WithTimeoutCause(ctx, b.WallClock, &BudgetError{Plugin: c.ID(), Scope: "compaction",
+			Rule: "wall clock per compaction", Key: KeyCompactionWall, Limit: b.WallClock.String(), Used: b.WallClock.String() + " elapsed"})
 		defer cancel()
 	}
 	turn, _ := a.s.log.OpenTurn()
-	led := &ledger{ctx: ctx, plugin: c.ID(), budget: b, s: a.s}
+	led := &ledger{ctx: ctx, plugin: c.ID(), budget: b}
 	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer(), ledger: led}
 	by := Proposer{Kind: ByCompaction, ID: c.ID()}
 	ps, err := c.Compact(ctx, view, CompactionRequest{Reason: reason, Turn: turn, Route: a.cfg.Route})

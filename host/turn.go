@@ -214,17 +214,20 @@ func (a *Agent) render(ctx context.Context, asm *Assembly) (string, error) {
 	if a.cfg.Prompt == nil {
 		return "", nil
 	}
-	ctx, cancel := a.withBudget(ctx)
+	ctx, cancel := a.withBudget(ctx, a.promptID())
 	defer cancel()
 	return a.cfg.Prompt.Render(ctx, asm)
 }
 
-// withBudget bounds a provider call by what is left of the step's budget.
-func (a *Agent) withBudget(ctx context.Context) (context.Context, context.CancelFunc) {
+// withBudget bounds a provider call by what is left of the step's budget;
+// when it runs out, the context's cause is a *BudgetError naming the
+// provider and KeyStepBudget.
+func (a *Agent) withBudget(ctx context.Context, provider string) (context.Context, context.CancelFunc) {
 	if a.budget.IsZero() {
 		return ctx, func() {}
 	}
-	return context.WithDeadline(ctx, a.budget)
+	return context.WithDeadlineCause(ctx, a.budget, &BudgetError{Plugin: provider, Scope: "step",
+		Rule: "provider time per step", Key: KeyStepBudget, Limit: a.cfg.StepBudget.String(), Used: "all of it"})
 }
 
 // toolsChanged reports whether the assembled tools differ from the latest
