@@ -76,7 +76,7 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("%s budget exceeded: provider %q: %s: %s used, the limit is %s (%s)",
+	return fmt.Sprintf("%s budget exceeded: provider %q: %s: %s; the limit is %s (%s)",
 		e.Scope, e.Plugin, e.Rule, e.Used, e.Limit, e.Key)
 }
 
@@ -169,10 +169,10 @@ func (l *ledger) admit() error {
 	switch {
 	case l.budget.MaxCalls > 0 && l.calls >= l.budget.MaxCalls:
 		return l.fail("summarize calls per compaction", KeyMaxSummarizeCalls,
-			fmt.Sprintf("%d calls", l.budget.MaxCalls), fmt.Sprintf("%d calls made and one more asked", l.calls))
+			fmt.Sprintf("%d calls", l.budget.MaxCalls), fmt.Sprintf("%d calls made, one more asked", l.calls))
 	case l.budget.MaxTokens > 0 && l.tokens >= l.budget.MaxTokens:
 		return l.fail("summarize tokens per compaction", KeyMaxSummarizeTokens,
-			fmt.Sprintf("%d tokens", l.budget.MaxTokens), fmt.Sprintf("%d tokens", l.tokens))
+			fmt.Sprintf("%d tokens", l.budget.MaxTokens), fmt.Sprintf("%d tokens used", l.tokens))
 	}
 	return l.wall()
 }

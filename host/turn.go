@@ -227,7 +227,7 @@ func (a *Agent) withBudget(ctx context.Context, provider string) (context.Contex
 		return ctx, func() {}
 	}
 	return context.WithDeadlineCause(ctx, a.budget, &BudgetError{Plugin: provider, Scope: "step",
-		Rule: "provider time per step", Key: KeyStepBudget, Limit: a.cfg.StepBudget.String(), Used: "all of it"})
+		Rule: "provider time per step", Key: KeyStepBudget, Limit: a.cfg.StepBudget.String(), Used: "no time left"})
 }
 
 // toolsChanged reports whether the assembled tools differ from the latest
