@@ -47,7 +47,8 @@ type Config struct {
 	// broken-stream attempts per step (default 2; negative disables).
 	MaxRetries int
 	// MaxRetryWait caps the wait before a retry, whatever the provider's
-	// Retry-After says (default 30s).
+	// Retry-After says (default 30s; configuration key retry.maxWait). A
+	// capped wait is recorded on the llm/retry event.
 	MaxRetryWait time.Duration
 	// StepBudget bounds the total time the providers' calls of one step may
 	// take (prompt rendering, compaction, including its summarization); a
@@ -65,6 +66,11 @@ type Config struct {
 	// ToolTimeouts overrides ToolTimeout per tool name (key
 	// tools.timeouts.NAME); a negative value means no bound.
 	ToolTimeouts map[string]time.Duration
+	// CompactionBudget bounds each compaction, automatic or manual: its
+	// summarize calls, their tokens and its wall clock (defaults
+	// DefaultMaxSummarizeCalls, DefaultMaxSummarizeTokens,
+	// DefaultCompactionWall).
+	CompactionBudget CompactionBudget
 }
 
 // PreStep is the value of the agent/pre-step waterfall: the claimed batch
@@ -153,6 +159,7 @@ func NewAgent(s *Session, cfg Config) (*Agent, error) {
 	if cfg.MaxRetryWait == 0 {
 		cfg.MaxRetryWait = 30 * time.Second
 	}
+	cfg.CompactionBudget = cfg.CompactionBudget.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}

@@ -12,28 +12,63 @@ import (
 
 // compact asks one compaction provider to act and admits its proposals all
 // or nothing. A rejected proposal leaves the log unchanged and is returned.
+// The compaction runs within its budget (Config.CompactionBudget), and
+// within the step's for automatic ones; a compaction past its budget is
+// the provider's failure and proposes nothing. The summarize calls it made
+// are recorded as plugin/call events after its own events.
 func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason CompactionReason) error {
 	if reason != CompactManual {
 		var cancel context.CancelFunc
-		ctx, cancel = a.withBudget(ctx)
+		ctx, cancel = a.withBudget(ctx, c.ID())
+		defer cancel()
+	}
+	if ctx.Err() != nil {
+		// Cancelled, or the step's budget is spent already: the provider
+		// is not to blame, and not called.
+		a.log.Warn("compaction skipped: no time left", "provider", c.ID(), "cause", context.Cause(ctx))
+		return context.Cause(ctx)
+	}
+	b := a.cfg.CompactionBudget
+	if b.WallClock > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, b.WallClock, &BudgetError{Plugin: c.ID(), Scope: "compaction",
+			Rule: "wall clock per compaction", Key: KeyCompactionWall, Limit: b.WallClock.String(), Used: b.WallClock.String() + " elapsed"})
 		defer cancel()
 	}
 	turn, _ := a.s.log.OpenTurn()
-	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer()}
+	led := &ledger{ctx: ctx, plugin: c.ID(), budget: b}
+	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer(), ledger: led}
 	by := Proposer{Kind: ByCompaction, ID: c.ID()}
 	ps, err := c.Compact(ctx, view, CompactionRequest{Reason: reason, Turn: turn, Route: a.cfg.Route})
+	if berr := led.exceeded(); berr != nil && !errors.Is(err, ErrBudget) {
+		// Whatever the provider made of the refusal, the compaction failed.
+		if err != nil {
+			err = fmt.Errorf("%w (the provider then failed: %v)", berr, err)
+		} else {
+			err = berr
+		}
+	}
 	if err != nil {
+		if led.refused > 1 {
+			err = fmt.Errorf("%w; %d summarize calls were refused", err, led.refused)
+		}
 		err = fmt.Errorf("compaction provider %q: %w", c.ID(), err)
+		a.recordCalls(led, by, reason, nil)
 		a.s.ReportFailure(by, err)
 		return err
 	}
 	if len(ps) == 0 {
+		a.recordCalls(led, by, reason, nil)
 		return nil
 	}
-	if _, err = a.s.Propose(by, ps...); err != nil {
+	_, err = a.s.Propose(by, ps...)
+	if err != nil {
+		a.recordCalls(led, by, reason, nil)
 		a.s.ReportFailure(by, err)
+		return err
 	}
-	return err
+	a.recordCalls(led, by, reason, ps)
+	return nil
 }
 
 // overflowHandler is the request-error handler that recovers from a
@@ -87,12 +122,7 @@ type modelSummarizer struct {
 }
 
 func (m *modelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (*SummaryResult, error) {
-	cfg := surface.CallConfig{Provider: req.Provider, Model: req.Model}
-	if req.MaxTokens > 0 {
-		mt := req.MaxTokens
-		cfg.MaxTokens = &mt
-	}
-	r, err := m.model.Stream(ctx, &llm.Request{Config: cfg, Messages: req.Messages, Tools: req.Tools, SessionID: m.session}, nil)
+	r, err := m.model.Stream(ctx, req.request(m.session), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -119,10 +149,19 @@ func (a *Agent) retryHandler(ctx context.Context, in RequestError) (RequestError
 	if wait <= 0 {
 		wait = time.Duration(a.retries+1) * 500 * time.Millisecond
 	}
+	data := retryData{Turn: in.Turn, Step: in.Step, Failure: surface.CallError{Message: e.Error(), Code: e.Code}}
+	if e.RetryAfter > a.cfg.MaxRetryWait {
+		// Say so: the provider asked for longer than the host will wait.
+		data.RetryAfterMs = e.RetryAfter.Milliseconds()
+		data.Note = fmt.Sprintf("the provider asked to wait %s (Retry-After); the host waits its cap of %s (%s)",
+			e.RetryAfter, a.cfg.MaxRetryWait, RetryWaitKey)
+		a.log.Warn("the provider asked for a longer wait than the retry cap; waiting the cap",
+			"asked", e.RetryAfter, "waiting", a.cfg.MaxRetryWait, "key", RetryWaitKey)
+	}
 	wait = min(wait, a.cfg.MaxRetryWait)
 	a.retries++
-	if _, err := a.s.append(surface.TypeLLMRetry, retryData{Turn: in.Turn, Step: in.Step, Retry: a.retries,
-		Failure: surface.CallError{Message: e.Error(), Code: e.Code}, WaitMs: wait.Milliseconds()}, surface.Op{}, nil); err != nil {
+	data.Retry, data.WaitMs = a.retries, wait.Milliseconds()
+	if _, err := a.s.append(surface.TypeLLMRetry, data, surface.Op{}, nil); err != nil {
 		return in, err
 	}
 	t := time.NewTimer(wait)
@@ -136,10 +175,17 @@ func (a *Agent) retryHandler(ctx context.Context, in RequestError) (RequestError
 	return in, nil
 }
 
+// RetryWaitKey is the configuration key of Config.MaxRetryWait.
+const RetryWaitKey = "retry.maxWait"
+
 type retryData struct {
 	Turn    int64             `json:"turn"`
 	Step    int64             `json:"step"`
 	Retry   int               `json:"retry"`
 	Failure surface.CallError `json:"failure"`
 	WaitMs  int64             `json:"waitMs"`
+	// RetryAfterMs is what the provider asked for, recorded only when the
+	// host waits less (its cap, RetryWaitKey); Note says so in words.
+	RetryAfterMs int64  `json:"retryAfterMs,omitzero"`
+	Note         string `json:"note,omitzero"`
 }

@@ -12,5 +12,8 @@
 // They return proposals, which the session admits through the same
 // validated path as the loop's own events, all or nothing, after checking
 // what the provider's kind may propose. Every request is a pure function of
-// the log: [BuildRequest] over a log prefix reproduces it byte for byte.
+// the log: [BuildRequest] over a log prefix reproduces it byte for byte,
+// and [CallRequest] the summarization requests a compaction provider made
+// (each recorded as a plugin/call event, within the compaction's
+// [CompactionBudget]).
 package host

@@ -134,5 +134,7 @@ func TestStepBudgetBoundsProviders(t *testing.T) {
 	fails := h.events(surface.TypePluginFailure)
 	require.Len(t, fails, 1)
 	require.Contains(t, string(fails[0].Data), "deadline exceeded")
+	require.Contains(t, string(fails[0].Data), `step budget exceeded: provider \"slow\": provider time per step: no time left; the limit is 30ms (sandbox.stepBudget)`)
+	require.NotContains(t, string(fails[0].Data), "excused", "running out of the step's time is the provider's failure")
 	require.Len(t, h.model.reqs, 1, "the model call is not bound by the provider budget")
 }

@@ -46,15 +46,19 @@ func cloneBlocks(bs []surface.Block) []surface.Block {
 // seq belongs to. seq may name the attempt's request/header or
 // request/context, or its settlement (assistant/message or
 // assistant/attempt); the request is built from the log prefix before that
-// settlement.
+// settlement. seq may also name a plugin/call event: the request is then
+// the model call a plugin caused (a compaction's summarization), rebuilt
+// from its recorded envelope (CallRequest).
 func RequestAt(events []surface.Event, seq int64, sessionID string) (*llm.Request, error) {
 	if seq < 0 || seq >= int64(len(events)) {
 		return nil, fmt.Errorf("seq %d is outside the log (0..%d)", seq, len(events)-1)
 	}
 	switch events[seq].Type {
 	case surface.TypeRequestHeader, surface.TypeRequestContext, surface.TypeAssistantMessage, surface.TypeAssistantAttempt:
+	case TypePluginCall:
+		return CallRequest(events, seq, sessionID)
 	default:
-		return nil, fmt.Errorf("seq %d is a %s event: name a request/header, request/context, assistant/message or assistant/attempt", seq, events[seq].Type)
+		return nil, fmt.Errorf("seq %d is a %s event: name a request/header, request/context, assistant/message, assistant/attempt or %s", seq, events[seq].Type, TypePluginCall)
 	}
 	at := seq
 	for at < int64(len(events)) && !settles(events[at].Type) {

@@ -213,13 +213,28 @@ type PluginFailure struct {
 	Error  string `json:"error"`
 	Turn   int64  `json:"turn,omitzero"`
 	Step   int64  `json:"step,omitzero"`
+	// Excused marks a failure that is not the plugin's (the caller
+	// cancelled, the plugin was closed, the log moved during the call):
+	// failure breakers do not count it.
+	Excused bool `json:"excused,omitzero"`
+	// Disabled marks the failure that disabled the plugin for the rest of
+	// the session (its failure breaker opened).
+	Disabled bool `json:"disabled,omitzero"`
 }
+
+// ErrExcused is matched by errors that are not the failing plugin's fault.
+var ErrExcused = errors.New("not the plugin's fault")
+
+// ErrPluginDisabled is matched by the error of a provider whose failure
+// breaker disabled it for the session.
+var ErrPluginDisabled = errors.New("plugin disabled for this session")
 
 // ReportFailure records that a provider failed or that its proposal was
 // rejected, as an ignorable plugin/failure event. The session goes on.
 func (s *Session) ReportFailure(by Proposer, err error) {
 	turn, step := s.log.OpenTurn()
-	data, derr := surface.Data(PluginFailure{Plugin: by.ID, Kind: string(by.Kind), Error: err.Error(), Turn: turn, Step: step})
+	data, derr := surface.Data(PluginFailure{Plugin: by.ID, Kind: string(by.Kind), Error: err.Error(), Turn: turn, Step: step,
+		Excused: errors.Is(err, ErrExcused), Disabled: errors.Is(err, ErrPluginDisabled)})
 	if derr != nil {
 		return
 	}

@@ -85,16 +85,38 @@ func TestSSE_MidStreamDisconnectEndsTurnWithError(t *testing.T) {
 }
 
 func TestSSE_RateLimitRetriesAfterWait(t *testing.T) {
-	h := newSSEHarness(t, "p", nil)
-	h.srv.Push(llmtest.RateLimited("1"), llmtest.TextReply(10, 2, "ok"))
-	res := h.turn("hi")
-	require.Equal(t, surface.EndCompleted, res.Reason.Kind)
-	retries := h.events(surface.TypeLLMRetry)
-	require.Len(t, retries, 1)
-	require.Contains(t, string(retries[0].Data), `"code":"RATE_LIMIT"`)
-	require.Contains(t, string(retries[0].Data), `"waitMs":20`, "the wait is capped by MaxRetryWait")
-	require.Len(t, h.events(surface.TypeAssistantAttempt), 1)
-	h.checkWire()
+	cases := []struct {
+		name, retryAfter string
+		maxWait          time.Duration
+		waitMs           string
+		note             string // "": the record says nothing of a cap
+	}{
+		{"asked longer than the cap", "1", 20 * time.Millisecond, `"waitMs":20`,
+			"the provider asked to wait 1s (Retry-After); the host waits its cap of 20ms (retry.maxWait)"},
+		{"asked within the cap", "0", 5 * time.Second, `"waitMs":500`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newSSEHarness(t, "p", func(cfg *Config) { cfg.MaxRetryWait = c.maxWait })
+			h.srv.Push(llmtest.RateLimited(c.retryAfter), llmtest.TextReply(10, 2, "ok"))
+			res := h.turn("hi")
+			require.Equal(t, surface.EndCompleted, res.Reason.Kind)
+			retries := h.events(surface.TypeLLMRetry)
+			require.Len(t, retries, 1)
+			data := string(retries[0].Data)
+			require.Contains(t, data, `"code":"RATE_LIMIT"`)
+			require.Contains(t, data, c.waitMs)
+			if c.note == "" {
+				require.NotContains(t, data, "retryAfterMs")
+				require.NotContains(t, data, "note")
+			} else {
+				require.Contains(t, data, `"retryAfterMs":1000`)
+				require.Contains(t, data, `"note":"`+c.note+`"`)
+			}
+			require.Len(t, h.events(surface.TypeAssistantAttempt), 1)
+			h.checkWire()
+		})
+	}
 }
 
 func TestSSE_ContextOverflowCompactsAndRetries(t *testing.T) {

@@ -108,14 +108,22 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	}
 	// Project the system prompt.
 	var commits []surface.PromptCommit
+	series := d.StartsSeries || l.ContentGeneration() != a.baseGen || a.toolsChanged()
+	popts := surface.PromptOptions{InHistory: a.cfg.Route.InHistory, StartsSeries: series, Plugin: a.promptID(), NewID: a.s.newID}
 	rendered, err := a.render(ctx, &asm)
-	if err != nil {
+	switch {
+	case err == nil:
+		commits = l.ProjectSystemPrompt(rendered, popts)
+	case !hasSystemNode(l):
+		// No prompt yet to keep: reserve the head with the empty prompt
+		// (spec 6.2-6.3), so node 0 is system and a later prompt replaces
+		// it instead of landing behind the user history.
+		a.log.Warn("system prompt provider failed; reserving an empty system head", "provider", a.promptID(), "error", err)
+		a.s.ReportFailure(Proposer{Kind: ByPrompt, ID: a.promptID()}, err)
+		commits = l.ProjectSystemPrompt("", popts)
+	default:
 		a.log.Warn("system prompt provider failed; keeping the last good prompt", "provider", a.promptID(), "error", err)
 		a.s.ReportFailure(Proposer{Kind: ByPrompt, ID: a.promptID()}, err)
-	} else {
-		series := d.StartsSeries || l.ContentGeneration() != a.baseGen || a.toolsChanged()
-		commits = l.ProjectSystemPrompt(rendered, surface.PromptOptions{
-			InHistory: a.cfg.Route.InHistory, StartsSeries: series, Plugin: a.promptID(), NewID: a.s.newID})
 	}
 	// step/start, then the prompt, then the entered batch.
 	if _, err := a.s.append(surface.TypeStepStart, stepRef{turn, step}, surface.Op{}, nil); err != nil {
@@ -184,6 +192,16 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	}
 }
 
+// hasSystemNode reports whether a system/message survives on the surface.
+func hasSystemNode(l *surface.Log) bool {
+	for _, n := range l.Surface() {
+		if n.Type == surface.TypeSystemMessage {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *Agent) assemble() Assembly {
 	asm := Assembly{Sections: a.cfg.Sections, Tools: a.schemas, Data: a.cfg.Data, Route: a.cfg.Route}
 	if a.cfg.Runtime != nil {
@@ -196,17 +214,20 @@ func (a *Agent) render(ctx context.Context, asm *Assembly) (string, error) {
 	if a.cfg.Prompt == nil {
 		return "", nil
 	}
-	ctx, cancel := a.withBudget(ctx)
+	ctx, cancel := a.withBudget(ctx, a.promptID())
 	defer cancel()
 	return a.cfg.Prompt.Render(ctx, asm)
 }
 
-// withBudget bounds a provider call by what is left of the step's budget.
-func (a *Agent) withBudget(ctx context.Context) (context.Context, context.CancelFunc) {
+// withBudget bounds a provider call by what is left of the step's budget;
+// when it runs out, the context's cause is a *BudgetError naming the
+// provider and KeyStepBudget.
+func (a *Agent) withBudget(ctx context.Context, provider string) (context.Context, context.CancelFunc) {
 	if a.budget.IsZero() {
 		return ctx, func() {}
 	}
-	return context.WithDeadline(ctx, a.budget)
+	return context.WithDeadlineCause(ctx, a.budget, &BudgetError{Plugin: provider, Scope: "step",
+		Rule: "provider time per step", Key: KeyStepBudget, Limit: a.cfg.StepBudget.String(), Used: "no time left"})
 }
 
 // toolsChanged reports whether the assembled tools differ from the latest

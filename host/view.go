@@ -14,6 +14,9 @@ type View struct {
 	s          *Session
 	meter      Meter
 	summarizer Summarizer
+	// ledger accounts the summarize calls of the compaction the view
+	// serves (nil: no budget, no records).
+	ledger *ledger
 }
 
 // ErrNotGranted is returned by a capability the provider's kind lacks.
@@ -63,9 +66,25 @@ func (v *View) Measure(ctx context.Context, header *surface.Header) (*Measuremen
 }
 
 // Summarize calls the model through the host (compaction providers only).
+// The calls count against the compaction's budget (CompactionBudget): a
+// call past it is refused with a *BudgetError and reaches no model. Each
+// call is recorded (plugin/call) once the compaction is over.
 func (v *View) Summarize(ctx context.Context, req SummaryRequest) (*SummaryResult, error) {
 	if v.summarizer == nil {
 		return nil, ErrNotGranted
 	}
-	return v.summarizer.Summarize(ctx, req)
+	if v.ledger == nil {
+		return v.summarizer.Summarize(ctx, req)
+	}
+	return v.summarizeBudgeted(ctx, req)
+}
+
+// Exceeded is the error of a compaction that ran past its budget (a
+// refused summarize call, or the wall clock), else nil. A compaction past
+// its budget is a failure of its provider whatever the provider returned.
+func (v *View) Exceeded() error {
+	if v.ledger == nil {
+		return nil
+	}
+	return v.ledger.exceeded()
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "inspect", summary: "show a session: surface, prompt versions, compactions, tokens, plugin failures", run: inspectCmd})
+	register(&command{name: "inspect", summary: "show a session: surface, prompt versions, compactions, tokens, plugin failures and model calls", run: inspectCmd})
 }
 
 // inspectJSON is the documented shape of "host inspect --json".
@@ -27,6 +27,7 @@ type inspectJSON struct {
 	Compactions       []compactionJSON     `json:"compactions"`
 	Tokens            *host.Measurement    `json:"tokens,omitzero"`
 	Failures          []host.PluginFailure `json:"pluginFailures"`
+	Calls             []host.PluginUsage   `json:"pluginCalls"`
 }
 
 type nodeJSON struct {
@@ -88,7 +89,11 @@ func inspect(s *loaded) inspectJSON {
 	l := s.log
 	out := inspectJSON{Session: s.id, MigratedFrom: s.migratedFrom, Events: l.Len(),
 		ReplaceGeneration: l.ReplaceGeneration(), ContentGeneration: l.ContentGeneration(),
-		Surface: []nodeJSON{}, Prompts: []promptJSON{}, Compactions: []compactionJSON{}, Failures: []host.PluginFailure{}}
+		Surface: []nodeJSON{}, Prompts: []promptJSON{}, Compactions: []compactionJSON{}, Failures: []host.PluginFailure{},
+		Calls: host.PluginCalls(l.Events())}
+	if out.Calls == nil {
+		out.Calls = []host.PluginUsage{}
+	}
 	meas := measure(l)
 	out.Tokens = meas
 	price := map[int64]int64{}
@@ -251,7 +256,17 @@ func printInspect(w io.Writer, out inspectJSON) {
 	}
 	fmt.Fprintf(w, "\nPlugin failures (%d)\n", len(out.Failures))
 	for _, f := range out.Failures {
-		fmt.Fprintf(w, "  %s %q (turn %d step %d): %s\n", f.Kind, f.Plugin, f.Turn, f.Step, f.Error)
+		note := ""
+		if f.Disabled {
+			note = " [disabled for the session]"
+		}
+		fmt.Fprintf(w, "  %s %q (turn %d step %d)%s: %s\n", f.Kind, f.Plugin, f.Turn, f.Step, note, f.Error)
+	}
+	fmt.Fprintf(w, "\nModel calls by plugins (%d)\n", len(out.Calls))
+	for _, c := range out.Calls {
+		u := c.Usage
+		fmt.Fprintf(w, "  %s %q: %d calls (%d failed, %d refused by the budget), %d input + %d cached + %d output tokens, %.1fs\n",
+			c.Kind, c.Plugin, c.Calls, c.Failed, c.Refused, u.Input, u.CacheRead+u.CacheWrite, u.Output, float64(c.DurationMs)/1000)
 	}
 }
 

@@ -32,7 +32,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 func requestCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("request", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	at := fs.Int64("at", -1, "seq of the request's request/header, request/context or settlement (assistant/message, assistant/attempt)")
+	at := fs.Int64("at", -1, "seq of the request's request/header, request/context or settlement (assistant/message, assistant/attempt), or of a plugin/call (a compaction's summarization request)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

@@ -89,3 +89,9 @@ func (s Sandbox) Timeout(role string) time.Duration {
 	}
 	return 0
 }
+
+// HostCompactionBudget is the per-compaction budget of host.Config.
+func (s Sandbox) HostCompactionBudget() host.CompactionBudget {
+	return host.CompactionBudget{MaxCalls: int(s.Compaction.MaxSummarizeCalls), MaxTokens: s.Compaction.MaxSummarizeTokens,
+		WallClock: s.Compaction.WallClock}
+}

@@ -61,6 +61,9 @@ func TestDefaultsLoadClean(t *testing.T) {
 	require.Equal(t, []string{"system-prompt", "compaction-basic", "token-meter"},
 		[]string{cfg.Plugins[0].Name, cfg.Plugins[1].Name, cfg.Plugins[2].Name})
 	require.Equal(t, 120*time.Second, cfg.Sandbox.Timeout(config.RoleCompaction))
+	require.Equal(t, config.CompactionBudget{MaxSummarizeCalls: 8, MaxSummarizeTokens: 200_000, WallClock: 180 * time.Second}, cfg.Sandbox.Compaction)
+	require.Equal(t, config.Breaker{Failures: 3, WindowSteps: 10}, cfg.Sandbox.Breaker)
+	require.Equal(t, 30*time.Second, cfg.Retry.MaxWait)
 }
 
 // TestClientConfig checks that a route's attempt bounds reach its llm
@@ -175,6 +178,10 @@ func TestEnvNames(t *testing.T) {
 		{"WEIR_SANDBOX_MEMORYLIMITMIB=128", "sandbox.memoryLimitMiB", int64(128)},
 		{"WEIR_SANDBOX_MEMORY_LIMIT_MIB=128", "sandbox.memoryLimitMiB", int64(128)},
 		{"WEIR_SANDBOX__STEP_BUDGET=5m", "sandbox.stepBudget", "5m0s"},
+		{"WEIR_SANDBOX__COMPACTION__MAX_SUMMARIZE_CALLS=2", "sandbox.compaction.maxSummarizeCalls", int64(2)},
+		{"WEIR_SANDBOX__COMPACTION__WALLCLOCK=10m", "sandbox.compaction.wallClock", "10m0s"},
+		{"WEIR_SANDBOX__BREAKER__WINDOW_STEPS=20", "sandbox.breaker.windowSteps", int64(20)},
+		{"WEIR_RETRY_MAXWAIT=2m", "retry.maxWait", "2m0s"},
 		{"WEIR_MODELS__DEEPSEEK__BASEURL=http://localhost:8080", "models.deepseek.baseURL", "http://localhost:8080"},
 		{"WEIR_MODELS__DEEPSEEK__CONTEXT_WINDOW=64000", "models.deepseek.contextWindow", int64(64000)},
 		{"WEIR_MODELS_OFFLINE__SYSTEM_PROMPT_UPDATE=in-history", "models.offline.systemPromptUpdate", "in-history"},
@@ -354,6 +361,18 @@ func TestValidation(t *testing.T) {
 			"sandbox.stepBudget", []string{"shorter than callTimeout.compaction 2m0s"}},
 		{"zero call timeout", map[string]string{"weir.yaml": "sandbox:\n  callTimeout:\n    meter: 0s\n"}, nil, nil,
 			"sandbox.callTimeout.meter", []string{"must be a positive duration"}},
+		{"no summarize calls", map[string]string{"weir.yaml": "sandbox:\n  compaction:\n    maxSummarizeCalls: 0\n"}, nil, nil,
+			"sandbox.compaction.maxSummarizeCalls", []string{"between 1 and 1000, got 0"}},
+		{"no summarize tokens", map[string]string{"weir.yaml": "sandbox:\n  compaction:\n    maxSummarizeTokens: -5\n"}, nil, nil,
+			"sandbox.compaction.maxSummarizeTokens", []string{"positive number of tokens, got -5"}},
+		{"compaction wall clock below the call timeout", map[string]string{"weir.yaml": "sandbox:\n  compaction:\n    wallClock: 1m\n"}, nil, nil,
+			"sandbox.compaction.wallClock", []string{"shorter than callTimeout.compaction 2m0s"}},
+		{"breaker without failures", nil, []string{"WEIR_SANDBOX__BREAKER__FAILURES=0"}, nil,
+			"sandbox.breaker.failures", []string{"at least 1"}},
+		{"breaker without a window", map[string]string{"weir.yaml": "sandbox:\n  breaker:\n    windowSteps: 0\n"}, nil, nil,
+			"sandbox.breaker.windowSteps", []string{"at least 1 step"}},
+		{"zero retry wait", map[string]string{"weir.yaml": "retry:\n  maxWait: 0s\n"}, nil, nil,
+			"retry.maxWait", []string{"must be a positive duration"}},
 		{"empty sessions dir", map[string]string{"weir.yaml": "sessions:\n  dir: ''\n"}, nil, nil,
 			"sessions.dir", []string{"is required"}},
 		{"unknown log level", map[string]string{"weir.yaml": "log:\n  level: verbose\n"}, nil, nil,

@@ -24,6 +24,8 @@ type Config struct {
 	Sandbox Sandbox `koanf:"sandbox"`
 	// Tools bounds the tool calls the model makes.
 	Tools Tools `koanf:"tools"`
+	// Retry configures the retries of model requests.
+	Retry Retry `koanf:"retry"`
 	// Sessions says where session logs live.
 	Sessions Sessions `koanf:"sessions"`
 	// Log configures the host's logger.
@@ -130,6 +132,37 @@ type Sandbox struct {
 	StepBudget time.Duration `koanf:"stepBudget"`
 	// OutputLimitKiB caps one output frame of a plugin.
 	OutputLimitKiB int64 `koanf:"outputLimitKiB"`
+	// Compaction bounds each compaction, automatic or manual.
+	Compaction CompactionBudget `koanf:"compaction"`
+	// Breaker says when a failing plugin is disabled for a session.
+	Breaker Breaker `koanf:"breaker"`
+}
+
+// CompactionBudget bounds one compaction (host.CompactionBudget): a
+// summarize call past it fails inside the plugin and the compaction is
+// the plugin's failure.
+type CompactionBudget struct {
+	// MaxSummarizeCalls is the most summarize calls of one compaction.
+	MaxSummarizeCalls int64 `koanf:"maxSummarizeCalls"`
+	// MaxSummarizeTokens caps the tokens (input and output) of one
+	// compaction's summarize calls together.
+	MaxSummarizeTokens int64 `koanf:"maxSummarizeTokens"`
+	// WallClock bounds one compaction, time inside summarize included.
+	WallClock time.Duration `koanf:"wallClock"`
+}
+
+// Breaker disables a plugin for a session after Failures failures within
+// WindowSteps steps of the session.
+type Breaker struct {
+	Failures    int64 `koanf:"failures"`
+	WindowSteps int64 `koanf:"windowSteps"`
+}
+
+// Retry configures the retry of rate-limited and failed model requests.
+type Retry struct {
+	// MaxWait caps the wait before a retry, whatever the provider's
+	// Retry-After asks.
+	MaxWait time.Duration `koanf:"maxWait"`
 }
 
 // CallTimeouts are the per-call deadlines of each provider kind.
@@ -230,8 +263,11 @@ func Default() *Config {
 			CallTimeout:    CallTimeouts{Prompt: 2 * time.Second, Compaction: 120 * time.Second, Meter: 2 * time.Second},
 			StepBudget:     150 * time.Second,
 			OutputLimitKiB: 4096,
+			Compaction:     CompactionBudget{MaxSummarizeCalls: 8, MaxSummarizeTokens: 200_000, WallClock: 180 * time.Second},
+			Breaker:        Breaker{Failures: 3, WindowSteps: 10},
 		},
 		Tools:    Tools{Timeout: 60 * time.Second, Timeouts: map[string]time.Duration{}},
+		Retry:    Retry{MaxWait: 30 * time.Second},
 		Sessions: Sessions{Dir: ".weir/sessions"},
 		Log:      Log{Level: "warn", Format: "text"},
 	}

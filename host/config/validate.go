@@ -64,6 +64,9 @@ func (l *loader) validate(c *Config) {
 	l.plugins(c.Plugins)
 	l.sandbox(&c.Sandbox)
 	l.tools(&c.Tools)
+	if c.Retry.MaxWait <= 0 {
+		l.fail(path{"retry", "maxWait"}, "must be a positive duration, got %s; e.g. \"30s\"", c.Retry.MaxWait)
+	}
 	if strings.TrimSpace(c.Sessions.Dir) == "" {
 		l.fail(path{"sessions", "dir"}, "is required: give the folder for session files (default %q)", ".weir/sessions")
 	}
@@ -254,6 +257,26 @@ func (l *loader) sandbox(s *Sandbox) {
 		if t.d <= 0 {
 			l.fail(id.with("callTimeout", t.name), "must be a positive duration, got %s; e.g. \"2s\"", t.d)
 		}
+	}
+	c := s.Compaction
+	if c.MaxSummarizeCalls < 1 || c.MaxSummarizeCalls > 1000 {
+		l.fail(id.with("compaction", "maxSummarizeCalls"), "must be between 1 and 1000, got %d; each is a model call the plugin causes", c.MaxSummarizeCalls)
+	}
+	if c.MaxSummarizeTokens < 1 {
+		l.fail(id.with("compaction", "maxSummarizeTokens"), "must be a positive number of tokens, got %d; e.g. 200000", c.MaxSummarizeTokens)
+	}
+	switch {
+	case c.WallClock <= 0:
+		l.fail(id.with("compaction", "wallClock"), "must be a positive duration, got %s; e.g. \"180s\"", c.WallClock)
+	case c.WallClock < s.CallTimeout.Compaction:
+		l.fail(id.with("compaction", "wallClock"), "%s is shorter than callTimeout.compaction %s: a compaction could not finish one call; raise wallClock or lower the timeout",
+			c.WallClock, s.CallTimeout.Compaction)
+	}
+	if s.Breaker.Failures < 1 {
+		l.fail(id.with("breaker", "failures"), "must be at least 1, got %d", s.Breaker.Failures)
+	}
+	if s.Breaker.WindowSteps < 1 {
+		l.fail(id.with("breaker", "windowSteps"), "must be at least 1 step, got %d", s.Breaker.WindowSteps)
 	}
 	switch {
 	case s.StepBudget <= 0:

@@ -44,6 +44,7 @@ type compactionSession struct {
 // proposals committed at seq at.
 type pendingResult struct {
 	at        int64
+	step      int64 // the breaker's clock at the call
 	proposals []surface.Proposal
 	state     []byte
 	hasState  bool
@@ -65,7 +66,7 @@ func (c *Compaction) session(id string) *compactionSession {
 	defer c.mu.Unlock()
 	s := c.sessions[id]
 	if s == nil {
-		s = &compactionSession{br: breaker{limit: c.o.failures}, c: newCache()}
+		s = &compactionSession{br: newBreaker(&c.o, c.p.Name(), host.ByCompaction), c: newCache()}
 		c.sessions[id] = s
 	}
 	return s
@@ -111,13 +112,14 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 	s := c.session(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.br.sync(view.Events(), &c.o, sessionName(id))
 	if s.br.open {
-		return nil, nil
+		return nil, s.br.takeNotice()
 	}
 	s.r = view
-	if rejected := s.settle(view); rejected != nil {
+	if step, rejected := s.settle(view); rejected != nil {
 		// The host already reported the rejection; it counts as a failure.
-		if err := s.br.fail(rejected, &c.o, c.p.Name(), sessionName(id)); s.br.open {
+		if err := s.br.failAt(step, rejected, &c.o, sessionName(id)); s.br.open {
 			return nil, err
 		}
 	}
@@ -137,6 +139,14 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 	default:
 		return nil, fmt.Errorf("plugin %q: unknown compaction reason %q", c.p.Name(), req.Reason)
 	}
+	if berr := view.Exceeded(); berr != nil {
+		// Past its budget the compaction failed, whatever the plugin made
+		// of the refusal; this counts against the plugin.
+		if err != nil {
+			berr = fmt.Errorf("%w (plugin %q: %v)", berr, c.p.Name(), err)
+		}
+		return nil, s.br.fail(berr, &c.o, sessionName(id))
+	}
 	if err == nil && view.NextSeq() != at {
 		err = fmt.Errorf("plugin %q: the log moved from seq %d to %d during the call; its proposals are stale",
 			c.p.Name(), at, view.NextSeq())
@@ -154,16 +164,15 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 			c.p.Name(), methodOf(req.Reason), len(res.State), c.o.stateLimit)
 	}
 	if err != nil {
-		return nil, s.br.fail(classify(err), &c.o, c.p.Name(), sessionName(id))
+		return nil, s.br.fail(classify(err), &c.o, sessionName(id))
 	}
 	if len(ps) == 0 {
 		if res.HasState {
 			s.state = bytes.Clone(res.State)
 		}
-		s.br.ok()
 		return nil, nil
 	}
-	s.pending = &pendingResult{at: at, proposals: ps, state: bytes.Clone(res.State), hasState: res.HasState}
+	s.pending = &pendingResult{at: at, step: s.br.steps, proposals: ps, state: bytes.Clone(res.State), hasState: res.HasState}
 	return ps, nil
 }
 
@@ -200,21 +209,21 @@ func (c *Compaction) request(view *host.View, req host.CompactionRequest, state 
 
 // settle resolves the pending result against the log: its state is
 // adopted when its proposals were committed, dropped otherwise. It
-// returns an error describing a rejection.
-func (s *compactionSession) settle(r reader) error {
+// returns an error describing a rejection, and the breaker's clock at the
+// call that returned them.
+func (s *compactionSession) settle(r reader) (int64, error) {
 	p := s.pending
 	if p == nil {
-		return nil
+		return 0, nil
 	}
 	s.pending = nil
 	if !committed(r, p.at, p.proposals) {
-		return fmt.Errorf("the host rejected the %d proposals returned at seq %d", len(p.proposals), p.at)
+		return p.step, fmt.Errorf("the host rejected the %d proposals returned at seq %d", len(p.proposals), p.at)
 	}
 	if p.hasState {
 		s.state = p.state
 	}
-	s.br.ok()
-	return nil
+	return 0, nil
 }
 
 // committed reports whether the log holds ps at seqs at, at+1, ...

@@ -41,11 +41,15 @@
 // an unconvertible result) is returned to the host as an error naming the
 // plugin; the host logs it, records a plugin/failure event and goes on
 // without the plugin's contribution: the last good prompt, no compaction,
-// no new measurement. Each adapter counts consecutive failures per
-// session (a compaction whose proposals the host rejected counts as one);
-// at the limit (3 by default, see WithFailureLimit) it stops calling the
+// no new measurement. Each adapter keeps a failure breaker per session
+// (a compaction whose proposals the host rejected counts as a failure,
+// one past its budget too; a cancelled call does not): when the plugin
+// failed 3 times within 10 steps of the session (WithFailureLimit,
+// WithFailureWindow), successes in between or not, it stops calling the
 // plugin for that session and says so once, in the error of the failure
-// that tripped it and in a warning. From then on the prompt adapter
+// that tripped it (recorded with disabled: true) and in a warning. The
+// breaker replays the session's plugin/failure events on its first call,
+// so a resumed session keeps its count and its disabled plugins. From then on the prompt adapter
 // answers the session's current prompt (so nothing changes), the
 // compaction adapter proposes nothing, and the meter drops events and
 // answers ErrDisabled, which matches host.ErrNotGranted so consumers fall

@@ -26,6 +26,8 @@ var moduleDirs = map[string]string{
 	"liar":       "testdata/liar",
 	"trap":       "testdata/trap",
 	"checkpoint": "testdata/checkpoint",
+	"loop":       "testdata/summarize-loop",
+	"flaky":      "testdata/flaky",
 }
 
 func TestMain(m *testing.M) {

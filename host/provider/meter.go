@@ -48,7 +48,7 @@ func NewMeter(p *plugin.Plugin, s *host.Session, opts ...Option) (*Meter, error)
 	if o.batch <= 0 {
 		o.batch = DefaultObserveBatch
 	}
-	return &Meter{p: p, s: s, o: o, br: breaker{limit: o.failures}, c: newCache(), lastAt: -1}, nil
+	return &Meter{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByMeter), c: newCache(), lastAt: -1}, nil
 }
 
 // ID is the plugin's name.
@@ -149,13 +149,13 @@ func (m *Meter) flush(ctx context.Context) error {
 			err = fmt.Errorf("plugin %q: call meter.observe: state of %d bytes exceeds the %d-byte limit", m.p.Name(), len(state), m.o.stateLimit)
 		}
 		if err != nil {
-			err = m.br.fail(classify(err), &m.o, m.p.Name(), m.sessionID())
+			m.clock()
+			err = m.br.fail(classify(err), &m.o, m.sessionID())
 			if m.br.open {
 				m.pending, m.pendingBytes = nil, 0
 			}
 			return err
 		}
-		m.br.ok()
 		m.state = state
 		m.next += int64(n)
 		m.pending = m.pending[n:]
@@ -235,14 +235,21 @@ func (m *Meter) Measure(ctx context.Context, header *surface.Header) (*host.Meas
 		}
 	}
 	if err != nil {
-		return nil, m.br.fail(classify(err), &m.o, m.p.Name(), m.sessionID())
+		m.clock()
+		return nil, m.br.fail(classify(err), &m.o, m.sessionID())
 	}
-	m.br.ok()
 	if header == nil {
 		m.last, m.lastAt = out, m.next
 		m.c.measured(out)
 	}
 	return cloneMeasurement(out), nil
+}
+
+// clock advances the breaker's step clock over the session's log.
+func (m *Meter) clock() {
+	if m.s != nil {
+		m.br.sync(m.s.Log().Events(), &m.o, m.sessionID())
+	}
 }
 
 // typeOf is the event type at seq, for the breakdown.

@@ -46,7 +46,7 @@ func NewSystemPrompt(p *plugin.Plugin, s *host.Session, opts ...Option) (*System
 		return nil, err
 	}
 	o := newOptions(opts)
-	return &SystemPrompt{p: p, s: s, o: o, br: breaker{limit: o.failures}, c: newCache()}, nil
+	return &SystemPrompt{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByPrompt), c: newCache()}, nil
 }
 
 // ID is the plugin's name; the host records it as the source of the
@@ -67,15 +67,20 @@ func (sp *SystemPrompt) Disabled() bool {
 func (sp *SystemPrompt) Render(ctx context.Context, a *host.Assembly) (string, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if sp.s != nil {
+		sp.br.sync(sp.s.Log().Events(), &sp.o, sp.sessionID())
+	}
 	if sp.br.open {
+		if err := sp.br.takeNotice(); err != nil {
+			return "", err
+		}
 		return sp.current()
 	}
 	h := &Host{kind: abi.KindSystemPrompt, plugin: sp.p.Name(), counters: sp.o.counters, c: sp.c}
 	text, err := sp.p.RenderPrompt(ctx, h, RenderRequest(a))
 	if err != nil {
-		return "", sp.br.fail(classify(err), &sp.o, sp.p.Name(), sp.sessionID())
+		return "", sp.br.fail(classify(err), &sp.o, sp.sessionID())
 	}
-	sp.br.ok()
 	sp.last, sp.hasLast = text, true
 	return text, nil
 }

@@ -115,8 +115,12 @@ func Compact(s Session, cfg *Config, req Request, st *State) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, fmt.Errorf("compaction: read the request header: %w", err)
 	}
-	if automatic && h == nil {
-		return Outcome{}, nil // no request yet: no target to measure against
+	if automatic && h == nil && (req.Route.Provider == "" || req.Route.Model == "" || req.Route.ContextWindow <= 0) {
+		// No request logged yet and no route from the host: no target to
+		// measure against. With a route (the one the step is about to
+		// use), a resumed or imported session that never logged a header
+		// is still compacted before its first request.
+		return Outcome{}, nil
 	}
 	r := &run{s: s, cfg: cfg, req: req, st: st, header: h}
 	r.provider, r.model = req.Route.Provider, req.Route.Model
@@ -146,7 +150,8 @@ type run struct {
 	req    Request
 	st     *State
 	header *surface.Header
-	// target of the policy: the latest header's route, else the request's.
+	// target of the policy: the latest header's route, else the request's
+	// (the route the host's next request will use).
 	provider, model string
 	policy          Policy
 	owner           *int64
@@ -277,7 +282,7 @@ func (r *run) limited() (bool, error) {
 
 func (r *run) pressure() (Outcome, error) {
 	reserved := r.req.Route.MaxTokens
-	if r.header.Config.MaxTokens != nil {
+	if r.header != nil && r.header.Config.MaxTokens != nil {
 		reserved = *r.header.Config.MaxTokens
 	}
 	spec, err := ResolveSpec(r.policy, r.provider, r.model, r.req.Route.ContextWindow, reserved)

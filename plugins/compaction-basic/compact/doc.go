@@ -25,7 +25,12 @@
 // [Compact] handles one request:
 //
 //   - [Pressure] (before each step, when auto): the target is the latest
-//     request header's provider/model (no header: nothing). [ResolveSpec]
+//     request header's provider/model; with no header logged yet (a new,
+//     resumed or imported session), the route the host's request will use
+//     (Request.Route with its context window; without one, nothing). Spec
+//     11.3 uses no route before the first header; Weir does, so a session
+//     resumed far above its window is compacted before its first request
+//     instead of overflowing it. [ResolveSpec]
 //     turns its policy, the route's context window and the reserved
 //     completion (header maxTokens, else the route's, else 0) into a
 //     threshold and a verbatim tail. Below the threshold nothing happens.

@@ -54,7 +54,8 @@ func TestI88_PressureCompactsHeadRange(t *testing.T) {
 	// The compaction sits between turn 4's turn/start and step/start.
 	all := h.log().Events()
 	require.Equal(t, surface.TypeTurnStart, all[evs[0].Seq-1].Type)
-	require.Equal(t, surface.TypeStepStart, all[evs[3].Seq+1].Type)
+	require.Equal(t, host.TypePluginCall, all[evs[3].Seq+1].Type, "the summarize call is recorded after the bracket")
+	require.Equal(t, surface.TypeStepStart, all[evs[3].Seq+2].Type)
 	start, end := data(t, evs[0]), data(t, evs[3])
 	require.Equal(t, float64(4), start["turn"])
 	require.Equal(t, float64(4), end["turn"])

@@ -147,8 +147,9 @@ func TestI104_ManualCompaction(t *testing.T) {
 	require.Nil(t, data(t, evs[3])["turn"])
 	require.Equal(t, surface.TypeTurnEnd, h.log().Events()[evs[0].Seq-1].Type, "between turns")
 	require.Equal(t, surface.Replace(before[1], before[len(before)-2]), evs[2].Op)
-	require.Len(t, h.store.events, flushed+4, "flushed to the store")
-	require.Equal(t, evs[3].Seq, h.store.events[len(h.store.events)-1].Seq)
+	require.Len(t, h.store.events, flushed+5, "flushed to the store, with the record of the summarize call")
+	require.Equal(t, evs[3].Seq+1, h.store.events[len(h.store.events)-1].Seq)
+	require.Equal(t, host.TypePluginCall, h.store.events[len(h.store.events)-1].Type)
 	// Manual compaction is not bounded by the automatic limit.
 	for range 4 {
 		h.turn(words(100))

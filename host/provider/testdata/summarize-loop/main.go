@@ -1,0 +1,88 @@
+// Command summarize-loop is a hostile test compaction plugin: on every
+// call over a non-empty surface it asks the host's summarizer again and again, "calls" times
+// (configuration), each time with a different instruction so no answer can
+// be reused. With "ignoreErrors" it shrugs off refused calls and goes on;
+// otherwise it returns the first error. With "propose" it then proposes a
+// (log-only) compaction bracket, which the host must drop when the loop
+// ran past the compaction's budget.
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/weirhost/weir/sdk"
+)
+
+var cfg = struct {
+	Calls        int  `json:"calls"`
+	IgnoreErrors bool `json:"ignoreErrors"`
+	Propose      bool `json:"propose"`
+}{Calls: 1000}
+
+func configure(raw []byte) error {
+	if len(raw) > 0 {
+		return json.Unmarshal(raw, &cfg)
+	}
+	return nil
+}
+
+type compaction struct{}
+
+func (compaction) PreStep(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.CompactionResult, error) {
+	return loop(h, req)
+}
+
+func (compaction) Manual(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.CompactionResult, error) {
+	return loop(h, req)
+}
+
+func (compaction) Overflow(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.CompactionResult, error) {
+	return loop(h, req)
+}
+
+func loop(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.CompactionResult, error) {
+	nodes, err := h.SurfaceNodes()
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, nil // nothing to summarize yet
+	}
+	var msgs [][]byte
+	for _, n := range nodes {
+		m, err := h.Message(n.Seq)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	for i := range cfg.Calls {
+		_, err := h.Summarize(&sdk.SummarizeRequest{Messages: msgs, Instruction: "Summarize, round " + strconv.Itoa(i+1) + ".", MaxTokens: 64})
+		if err != nil && !cfg.IgnoreErrors {
+			return nil, err
+		}
+	}
+	if !cfg.Propose {
+		return nil, nil
+	}
+	gen, err := h.Generations()
+	if err != nil {
+		return nil, err
+	}
+	id := strconv.Quote("loop-" + strconv.FormatInt(gen.LogLength, 10))
+	turn := "null"
+	if req.Turn != 0 {
+		turn = strconv.FormatInt(req.Turn, 10)
+	}
+	return &sdk.CompactionResult{Proposals: []sdk.Proposal{
+		{Type: "compaction/start", Data: []byte(`{"compactionId":` + id + `,"turn":` + turn + `}`)},
+		{Type: "compaction/end", Data: []byte(`{"compactionId":` + id + `,"turn":` + turn + `,"error":"nothing to compact"}`)},
+	}}, nil
+}
+
+func init() {
+	sdk.Register(sdk.Plugin{Name: "summarize-loop", Version: "1.0.0", Configure: configure, Compaction: compaction{}})
+}
+
+func main() {}
