@@ -14,14 +14,13 @@ import (
 )
 
 func init() {
-	register(&command{name: "compact", summary: "compact a session now (manual compaction, between turns)", run: compactCmd})
+	register(&command{name: "compact", args: "SESSION", summary: "compact a session now (manual compaction, between turns)", run: compactCmd})
 }
 
 func compactCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	var o runOptions
-	o.flags(fs)
+	o.flags(fs, false)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -47,7 +46,7 @@ func compactCmd(e *env, args []string) error {
 	defer s.Close()
 	ctx := context.Background()
 	log := config.NewLogger(cfg.Log, e.stderr)
-	set, prov, err := routeProviders(ctx, cfg, route, s, log)
+	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
 	if err != nil {
 		return err
 	}

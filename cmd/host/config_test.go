@@ -166,7 +166,7 @@ func TestConfigErrors(t *testing.T) {
 
 	r = configRun(t, dir, nil, "config", "extra")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "unexpected arguments")
+	require.Contains(t, r.stderr, `unexpected argument "extra"`)
 
 	r = configRun(t, dir, nil, "help")
 	require.Equal(t, 0, r.code)

@@ -9,12 +9,11 @@ import (
 )
 
 func init() {
-	register(&command{name: "migrate", summary: "convert a format-v2 session log to format v3", run: migrateCmd})
+	register(&command{name: "migrate", args: "IN [OUT]", summary: "convert a format-v2 session log to format v3", run: migrateCmd})
 }
 
 func migrateCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	force := fs.Bool("force", false, "overwrite OUT when it exists")
 	pos, err := parseArgs(fs, args)
 	if err != nil {

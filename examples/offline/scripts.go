@@ -11,3 +11,13 @@ import _ "embed"
 //
 //go:embed demo.json
 var Demo []byte
+
+// TourPath is where the tour script lives in the repository, as the
+// default offline route names it.
+const TourPath = "examples/offline/tour.json"
+
+// Tour is the script of the default offline route, shipped in the binary
+// so that the route works from any folder.
+//
+//go:embed tour.json
+var Tour []byte
