@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"

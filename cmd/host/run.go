@@ -99,13 +99,12 @@ func (o *runOptions) load() (*config.Config, error) {
 	return cfg, nil
 }
 
-// providerTokenizer is the tokenizer that prices a provider's models.
+// providerTokenizer is the tokenizer that prices a provider's models: the
+// DeepSeek tokenizer for deepseek, the estimate for every other provider
+// (the plugin host counts with deepseek-v3 and heuristic only).
 func providerTokenizer(provider string) string {
-	switch strings.ToLower(provider) {
-	case "deepseek":
+	if strings.EqualFold(provider, "deepseek") {
 		return "deepseek-v3"
-	case "openai":
-		return "o200k"
 	}
 	return "heuristic"
 }

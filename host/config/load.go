@@ -189,6 +189,18 @@ func (l *loader) file() {
 	}
 	l.sources.File = path
 	lay := &layer{src: Source{Kind: FromFile, Name: path}, dir: filepath.Dir(path), pluginIndex: map[string]int{}}
+	// A file that exists but cannot be opened is a permission problem, not
+	// a syntax one: say so before the parser would call it invalid YAML.
+	f, err := os.Open(path)
+	if err != nil {
+		reason := "cannot be read: " + err.Error()
+		if errors.Is(err, fs.ErrPermission) {
+			reason = "cannot be read: permission denied; give read access to it (chmod u+r) or name another file with --config"
+		}
+		l.add(&Problem{Reason: reason, Source: lay.src})
+		return
+	}
+	f.Close()
 	k := koanf.New(".")
 	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
 		msg := strings.Join(strings.Fields(err.Error()), " ")
