@@ -160,6 +160,15 @@ func TestDemoSampleIsFresh(t *testing.T) {
 		"examples/sessions/demo.jsonl is stale: regenerate it with go run ./cmd/host demo --fixed-clock --out examples/sessions/demo.jsonl (after removing it)")
 	require.NotContains(t, string(fresh), dir, "no machine path enters the log")
 	require.NotContains(t, string(fresh), `"isError":true`)
+
+	// The README's tour is an excerpt of what the demo prints.
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	require.NoError(t, err)
+	tour := string(readme)[strings.Index(string(readme), "## A 30-second tour"):]
+	tour = tour[strings.Index(tour, "```\n")+4:]
+	tour = tour[:strings.Index(tour, "```")]
+	require.NotEmpty(t, tour)
+	require.Contains(t, r.stdout, tour, "the README tour is stale: paste the demo's output")
 }
 
 // TestDemoSessionNamesDoNotCollide: demos started together get files of
