@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/llm/llmtest"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 func TestTermSafe(t *testing.T) {
@@ -366,4 +370,33 @@ func readFile(t *testing.T, path string) string {
 	}
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestExplainNamesTheCause: errors a person can act on lead with the cause
+// and the fix; others pass through unchanged.
+func TestExplainNamesTheCause(t *testing.T) {
+	full := fmt.Errorf("session log s.jsonl: append seq 4..6: write: %w", &os.PathError{Op: "write", Path: "s.jsonl", Err: syscall.ENOSPC})
+	race := fmt.Errorf("session log s.jsonl: append seq 0..3: publish: %w: another session was created at this path; refusing to overwrite it", fs.ErrExist)
+	v2 := fmt.Errorf("open: %w", &jsonl.VersionError{Path: "old.jsonl", Version: 2})
+	other := errors.New("something else")
+	cases := []struct {
+		name string
+		err  error
+		lead string
+		keep bool
+	}{
+		{"full disk", full, "the disk is full, so the session log cannot be written; free some space", true},
+		{"creation race", race, "another process created the session file first", true},
+		{"v2 session", v2, `old.jsonl is a format-v2 session log; convert it first with "host migrate old.jsonl"`, false},
+		{"anything else", other, "something else", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := explain(c.err)
+			require.True(t, strings.HasPrefix(got.Error(), c.lead), got.Error())
+			if c.keep {
+				require.ErrorIs(t, got, c.err, "the original error stays in the chain")
+			}
+		})
+	}
 }

@@ -1,8 +1,9 @@
 // Package offline holds the scripts of Weir's offline model: replies the
 // scripted model plays so that a whole session runs with no network.
 //
-// demo.json drives "host demo"; tour.json is a small script for
-// "host run --model offline:examples/offline/tour.json".
+// demo.json drives "host demo"; tour.json is the small script of the
+// default offline route, "host run --route offline". Both are embedded in
+// the host binary, so neither needs this folder at run time.
 package offline
 
 import _ "embed"
