@@ -400,3 +400,24 @@ func TestExplainNamesTheCause(t *testing.T) {
 		})
 	}
 }
+
+// TestTermWriter: log lines are escaped; a JSON line stays JSON and keeps
+// its meaning.
+func TestTermWriter(t *testing.T) {
+	var text bytes.Buffer
+	_, err := termWriter{w: &text}.Write([]byte("plugin says \x1b[2J\u202eboo\n"))
+	require.NoError(t, err)
+	require.Equal(t, `plugin says \x1b[2J\u202eboo`+"\n", text.String())
+
+	msg := "del\x7f c1\u009b bidi\u202e esc\x1b tab\t"
+	line, err := json.Marshal(map[string]string{"@message": msg})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	_, err = termWriter{w: &out, asJSON: true}.Write(append(line, '\n'))
+	require.NoError(t, err)
+	require.NotContains(t, out.String(), "\u202e")
+	require.NotContains(t, out.String(), "\x7f")
+	var back map[string]string
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(out.Bytes()), &back), out.String())
+	require.Equal(t, msg, back["@message"])
+}

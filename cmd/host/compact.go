@@ -9,7 +9,6 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/weirhost/weir/host"
-	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -45,7 +44,7 @@ func compactCmd(e *env, args []string) error {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	log := config.NewLogger(cfg.Log, e.stderr)
+	log := newLogger(cfg.Log, e.stderr)
 	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
 	if err != nil {
 		return err

@@ -125,7 +125,7 @@ func demoCmd(e *env, args []string) error {
 	// the modules embedded in this binary; the demo's small window needs a
 	// smaller compaction headroom than the default.
 	ctx := context.Background()
-	log := config.NewLogger(cfg.Log, e.stderr)
+	log := newLogger(cfg.Log, e.stderr)
 	set, err := loadPlugins(ctx, e, cfg, log, map[string][]byte{
 		"compaction-basic": []byte(`{"headroomTokens": 1024}`),
 		"token-meter":      meterConfig(route, "heuristic"),

@@ -287,7 +287,7 @@ func runCmd(e *env, args []string) error {
 		ctx, interrupted, stop = interrupts(e)
 		defer stop()
 	}
-	log := config.NewLogger(cfg.Log, e.stderr)
+	log := newLogger(cfg.Log, e.stderr)
 	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
 	if err != nil {
 		if interrupted() {

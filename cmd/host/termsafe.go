@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/weirhost/weir/host/config"
 )
 
 // termSafe makes a string that a plugin, a model, a tool or a log supplied
@@ -13,12 +17,34 @@ import (
 // as visible escapes (\x1b, \u202e), so text cannot move the cursor, recolour
 // the screen or reorder what follows it. Use termLine where the text must
 // stay on one line.
-func termSafe(s string) string { return escapeTerm(s, true) }
+func termSafe(s string) string { return escapeTerm(s, true, false) }
 
 // termLine is termSafe that also escapes newlines and tabs.
-func termLine(s string) string { return escapeTerm(s, false) }
+func termLine(s string) string { return escapeTerm(s, false, false) }
 
-func escapeTerm(s string, multiline bool) string {
+// termWriter escapes what is written through it with termSafe; for JSON
+// lines (asJSON) it writes \u escapes only, so each line stays valid JSON
+// with the same meaning. The logger writes through it: plugins supply
+// log messages.
+type termWriter struct {
+	w      io.Writer
+	asJSON bool
+}
+
+func (t termWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, escapeTerm(string(p), true, t.asJSON)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// newLogger is the host's logger on standard error, escaped for the
+// terminal.
+func newLogger(c config.Log, stderr io.Writer) hclog.Logger {
+	return config.NewLogger(c, termWriter{w: stderr, asJSON: c.Format == "json"})
+}
+
+func escapeTerm(s string, multiline, asJSON bool) string {
 	clean := true
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -36,10 +62,14 @@ func escapeTerm(s string, multiline bool) string {
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
+		case r == utf8.RuneError && n <= 1 && asJSON:
+			b.WriteString(`\ufffd`)
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case !unsafeRune(r, n, multiline):
 			b.WriteString(s[i : i+n])
+		case asJSON:
+			fmt.Fprintf(&b, `\u%04x`, r)
 		case r == '\n':
 			b.WriteString(`\n`)
 		case r == '\t':
