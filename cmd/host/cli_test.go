@@ -163,6 +163,9 @@ func TestDemoSampleIsFresh(t *testing.T) {
 	require.Equal(t, string(fresh), string(committed),
 		"examples/sessions/demo.jsonl is stale: regenerate it with go run ./cmd/host demo --fixed-clock --out examples/sessions/demo.jsonl (after removing it)")
 	require.NotContains(t, string(fresh), dir, "no machine path enters the log")
+	again := runHost(t, dir, "", "demo", "--fixed-clock", "--out", file)
+	require.Equal(t, 1, again.code)
+	require.Contains(t, again.stderr, "already exists, and the demo writes a new session")
 	require.NotContains(t, string(fresh), `"isError":true`)
 
 	// The README's tour is an excerpt of what the demo prints.

@@ -96,6 +96,9 @@ func demoCmd(e *env, args []string) error {
 		return err
 	}
 	path := *out
+	if _, err := os.Lstat(path); path != "" && err == nil {
+		return fmt.Errorf("%s already exists, and the demo writes a new session: remove it or give another --out", path)
+	}
 	if path == "" {
 		if path, err = newSessionPath(cfg.Sessions.Dir, "demo-"); err != nil {
 			return err
