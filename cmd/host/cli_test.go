@@ -183,18 +183,26 @@ func TestDemoSampleIsFresh(t *testing.T) {
 func TestDemoSessionNamesDoNotCollide(t *testing.T) {
 	dir := t.TempDir()
 	var wg sync.WaitGroup
-	results := make([]result, 2)
-	for i := range results {
+	type outcome struct {
+		out, errb bytes.Buffer
+		err       error
+	}
+	runs := make([]*outcome, 2)
+	for i := range runs {
+		o := &outcome{}
+		runs[i] = o
+		cmd := exec.Command(hostBin, "demo")
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, hostEnv(), &o.out, &o.errb
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = runHost(t, dir, "", "demo")
+			o.err = cmd.Run()
 		}()
 	}
 	wg.Wait()
-	for _, r := range results {
-		require.Equal(t, 0, r.code, r.stderr)
-		require.Regexp(t, `Done in [0-9.]+m?s: `, r.stdout)
+	for _, o := range runs {
+		require.NoError(t, o.err, o.errb.String())
+		require.Regexp(t, `Done in [0-9.]+m?s: `, o.out.String())
 	}
 	files, err := filepath.Glob(filepath.Join(dir, ".weir", "sessions", "demo-*.jsonl"))
 	require.NoError(t, err)
@@ -353,7 +361,13 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(readFile(t, file), `"type":"user/message"`) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the turn never started; stderr: %s", stderr.String())
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
