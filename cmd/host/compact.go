@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -9,19 +8,17 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/weirhost/weir/host"
-	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/surface"
 )
 
 func init() {
-	register(&command{name: "compact", summary: "compact a session now (manual compaction, between turns)", run: compactCmd})
+	register(&command{name: "compact", args: "SESSION", summary: "compact a session now (manual compaction, between turns)", run: compactCmd})
 }
 
 func compactCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	var o runOptions
-	o.flags(fs)
+	o.flags(fs, false)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -36,7 +33,8 @@ func compactCmd(e *env, args []string) error {
 	if err != nil {
 		return configError(e, "compact", err)
 	}
-	model, route, err := o.open(cfg)
+	log := newLogger(cfg.Log, e.stderr)
+	model, route, err := o.open(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -45,9 +43,9 @@ func compactCmd(e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	ctx := context.Background()
-	log := config.NewLogger(cfg.Log, e.stderr)
-	set, prov, err := routeProviders(ctx, cfg, route, s, log)
+	ctx, interrupted, stop := interrupts(e)
+	defer stop()
+	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
 	if err != nil {
 		return err
 	}
@@ -55,8 +53,8 @@ func compactCmd(e *env, args []string) error {
 	if len(prov.compactors) == 0 {
 		return fmt.Errorf("no compaction plugin is enabled in the configuration")
 	}
-	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: prov.prompt,
-		Sections: cfg.Sections(cfg.Model), Compactors: prov.compactors, Meter: prov.meter, Logger: log, StepBudget: cfg.Sandbox.StepBudget})
+	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
+		Sections: cfg.Sections(cfg.Model), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
 	if err != nil {
 		return err
 	}
@@ -64,6 +62,9 @@ func compactCmd(e *env, args []string) error {
 	s.Log().Observe(p.event)
 	before, from := s.Log().NodeCount(), s.Log().NextSeq()
 	changed, err := a.CompactNow(ctx)
+	if interrupted() {
+		return &exitStatus{code: 130, msg: "interrupted: the compaction was cancelled and nothing committed was lost; session " + pos[0]}
+	}
 	if err != nil {
 		return err
 	}

@@ -28,14 +28,14 @@ type configJSON struct {
 
 func configCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("config", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	file := fs.String("config", "", "configuration file (default: ./weir.yaml, then weir/weir.yaml in the user config folder)")
 	asJSON := fs.Bool("json", false, "print JSON: {file, searched, entries: [{key, value, source: {kind, name, key}}]}")
-	if err := fs.Parse(args); err != nil {
-		return usagef("%v", err)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q; the command takes only flags", fs.Args())
+	if err := noArgs(pos); err != nil {
+		return err
 	}
 	_, src, err := config.Load(config.Options{File: *file})
 	if err != nil {
@@ -85,7 +85,7 @@ func cell(v any) string {
 	if r := []rune(s); len(r) > 60 {
 		s = string(r[:59]) + "…"
 	}
-	return s
+	return termLine(s)
 }
 
 // configError prints a configuration's problems on stderr, one a line, and
@@ -101,7 +101,7 @@ func configError(e *env, cmd string, err error) error {
 	}
 	fmt.Fprintf(e.stderr, "host %s: the configuration has %d %s:\n", cmd, len(errs), noun)
 	for _, p := range errs {
-		fmt.Fprintf(e.stderr, "  %v\n", p)
+		fmt.Fprintf(e.stderr, "  %s\n", termLine(p.Error()))
 	}
 	return errSilent
 }

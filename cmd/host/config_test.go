@@ -166,9 +166,61 @@ func TestConfigErrors(t *testing.T) {
 
 	r = configRun(t, dir, nil, "config", "extra")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "unexpected arguments")
+	require.Contains(t, r.stderr, `unexpected argument "extra"`)
 
 	r = configRun(t, dir, nil, "help")
 	require.Equal(t, 0, r.code)
 	require.Contains(t, r.stdout, "  config ")
+}
+
+// docBlock returns the first fenced block of kind (yaml, json) after the
+// heading in docs/config.md.
+func docBlock(t *testing.T, heading, kind string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "config.md"))
+	require.NoError(t, err)
+	doc := string(raw)
+	i := strings.Index(doc, "\n"+heading+"\n")
+	require.GreaterOrEqual(t, i, 0, heading)
+	doc = doc[i:]
+	start := strings.Index(doc, "```"+kind+"\n")
+	require.GreaterOrEqual(t, start, 0)
+	doc = doc[start+len(kind)+4:]
+	return doc[:strings.Index(doc, "```")]
+}
+
+// TestConfigJSONDocExample: the "host config --json" example of
+// docs/config.md is what the command prints for the documented file.
+func TestConfigJSONDocExample(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "weir.yaml"), docBlock(t, "## A file", "yaml"))
+	writeFile(t, filepath.Join(dir, "prompts", "base.md"), "You are a careful assistant.\n")
+	writeFile(t, filepath.Join(dir, "plugins", "my-meter.wasm"), "\x00asm\x01\x00\x00\x00")
+	example := docBlock(t, "## `host config --json`", "json")
+	example = strings.ReplaceAll(example, "/home/me/proj", dir)
+	example = strings.ReplaceAll(example, "/home/me/.config", filepath.Join(testHome, ".config"))
+	r := runHostEnv(t, dir, "", []string{"WEIR_LOG_LEVEL=debug"}, "config", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	var want, got configJSON
+	require.NoError(t, json.Unmarshal([]byte(example), &want))
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.Equal(t, want.File, got.File)
+	require.Equal(t, want.Searched, got.Searched)
+	at := map[string]int{}
+	for i, e := range got.Entries {
+		at[e.Key] = i
+	}
+	last := -1
+	for _, w := range want.Entries {
+		i, ok := at[w.Key]
+		require.True(t, ok, w.Key)
+		g := got.Entries[i]
+		require.Equal(t, w.Source, g.Source, w.Key)
+		wv, _ := json.Marshal(w.Value)
+		gv, _ := json.Marshal(g.Value)
+		require.JSONEq(t, string(wv), string(gv), w.Key)
+		require.Greater(t, i, last, "%s is listed in the output's order", w.Key)
+		last = i
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/weirhost/weir/examples/offline"
@@ -37,16 +38,54 @@ const (
 	actionCompact = "(compaction)"
 )
 
+// demoWorkspace is the folder tree the demo's file tools see: the layout of
+// this repository's examples folder, so the scripted question about it has
+// a real answer wherever the demo runs.
+var demoWorkspace = map[string][]byte{
+	"examples/embed/":              nil,
+	"examples/offline/demo.json":   offline.Demo,
+	"examples/offline/tour.json":   offline.Tour,
+	"examples/prompt-plugin/":      nil,
+	"examples/pruner/":             nil,
+	"examples/sessions/demo.jsonl": nil,
+}
+
+// makeWorkspace writes demoWorkspace under a new temporary folder; remove
+// it when done.
+func makeWorkspace() (string, error) {
+	root, err := os.MkdirTemp("", "weir-demo-")
+	if err != nil {
+		return "", fmt.Errorf("demo workspace: %w", err)
+	}
+	for name, data := range demoWorkspace {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if strings.HasSuffix(name, "/") {
+			err = os.MkdirAll(p, 0o755)
+		} else if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+			err = os.WriteFile(p, data, 0o644)
+		}
+		if err != nil {
+			os.RemoveAll(root)
+			return "", fmt.Errorf("demo workspace: %w", err)
+		}
+	}
+	return root, nil
+}
+
 func demoCmd(e *env, args []string) error {
+	started := time.Now()
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	out := fs.String("out", "", "session file to write (default: a new file under .weir/sessions)")
-	configFile := fs.String("config", "", "configuration file (only log and sessions.dir apply: the demo's route and prompt are scripted)")
-	fixed := fs.Bool("fixed-clock", false, "use a fixed clock, counter ids and examples/offline as the tools' folder, so the session file is reproducible")
+	out := fs.String("out", "", "session file to write (default: a new file under sessions.dir, .weir/sessions)")
+	configFile := fs.String("config", "", "configuration file: its plugins, sandbox, sessions.dir and log apply; the route, prompt and the configuration of compaction-basic and token-meter are the demo's own")
+	fixed := fs.Bool("fixed-clock", false, "use a fixed clock and counter ids, so the session file is the same on every run (examples/sessions/demo.jsonl is one)")
 	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
 	fs.String("log-format", "", "log format: text or json")
-	if err := fs.Parse(args); err != nil {
-		return usagef("%v", err)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(pos); err != nil {
+		return err
 	}
 	cfg, _, err := config.Load(config.Options{File: *configFile, Flags: config.FlagsFrom(fs, map[string]string{"log-level": "log.level", "log-format": "log.format"})})
 	if err != nil {
@@ -57,12 +96,13 @@ func demoCmd(e *env, args []string) error {
 		return err
 	}
 	path := *out
+	if _, err := os.Lstat(path); path != "" && err == nil {
+		return fmt.Errorf("%s already exists, and the demo writes a new session: remove it or give another --out", path)
+	}
 	if path == "" {
-		dir := cfg.Sessions.Dir
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if path, err = newSessionPath(cfg.Sessions.Dir, "demo-"); err != nil {
 			return err
 		}
-		path = filepath.Join(dir, "demo-"+time.Now().UTC().Format("20060102-150405")+".jsonl")
 	}
 	var opts []host.SessionOption
 	clock := time.Now
@@ -76,10 +116,11 @@ func demoCmd(e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	cwd, _ := os.Getwd()
-	if *fixed {
-		cwd = filepath.Join(cwd, "examples", "offline")
+	work, err := makeWorkspace()
+	if err != nil {
+		return err
 	}
+	defer os.RemoveAll(work)
 	p := newPrinter(e.stdout)
 	sections := []host.Section{{Key: "base", Text: config.DefaultSystemPrompt}}
 	route := host.Route{Provider: "offline", Model: "demo", ContextWindow: 8192, MaxTokens: 1024}
@@ -87,8 +128,8 @@ func demoCmd(e *env, args []string) error {
 	// the modules embedded in this binary; the demo's small window needs a
 	// smaller compaction headroom than the default.
 	ctx := context.Background()
-	log := config.NewLogger(cfg.Log, e.stderr)
-	set, err := loadPlugins(ctx, cfg, log, map[string][]byte{
+	log := newLogger(cfg.Log, e.stderr)
+	set, err := loadPlugins(ctx, e, cfg, log, map[string][]byte{
 		"compaction-basic": []byte(`{"headroomTokens": 1024}`),
 		"token-meter":      meterConfig(route, "heuristic"),
 	})
@@ -101,18 +142,17 @@ func demoCmd(e *env, args []string) error {
 		return err
 	}
 	tokens := prov.meter
-	a, err := host.NewAgent(s, host.Config{
+	a, err := host.NewAgent(s, limits(cfg, host.Config{
 		Route:      route,
 		Model:      llm.NewScripted(script),
 		Prompt:     prov.prompt,
 		Sections:   sections,
-		Tools:      builtin.Tools(cwd, clock),
+		Tools:      builtin.Tools(work, clock),
 		Compactors: prov.compactors,
 		Meter:      tokens,
 		OnDelta:    p.delta,
 		Logger:     log,
-		StepBudget: cfg.Sandbox.StepBudget,
-	})
+	}))
 	if err != nil {
 		return err
 	}
@@ -125,7 +165,7 @@ func demoCmd(e *env, args []string) error {
 			}
 		})
 	}
-	started := time.Now()
+	fmt.Fprintln(e.stdout, "(the file tools see a scratch folder laid out like this repository's examples folder)")
 	for _, text := range demoTurns {
 		switch text {
 		case actionPrompt:

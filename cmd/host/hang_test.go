@@ -77,9 +77,6 @@ func requireResumable(t *testing.T, srv *llmtest.Server, dir, file string) {
 // only sends SSE keep-alive comments: the route's idleTimeout ends the
 // run with TIMEOUT, naming the key, and the session stays usable.
 func TestRunStopsAKeepAliveServer(t *testing.T) {
-	// Remove this skip once cmd/host/run.go builds its client with
-	// cfg.ClientConfig: until then the route's idleTimeout never reaches it.
-	t.Skip("cmd/host/run.go does not build its llm client with config.ClientConfig yet, so models.NAME.idleTimeout is not applied")
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "weir.yaml"), []byte("models:\n  deepseek:\n    idleTimeout: 1s\n"), 0o644))

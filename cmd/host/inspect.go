@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -12,7 +13,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "inspect", summary: "show a session: surface, prompt versions, compactions, tokens, plugin failures and model calls", run: inspectCmd})
+	register(&command{name: "inspect", args: "FILE", summary: "show a session: surface, prompt versions, compactions, tokens, plugin failures and model calls", run: inspectCmd})
 }
 
 // inspectJSON is the documented shape of "host inspect --json".
@@ -64,7 +65,6 @@ type compactionJSON struct {
 
 func inspectCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -215,14 +215,14 @@ func lineDiff(a, b string) string {
 
 func printInspect(w io.Writer, out inspectJSON) {
 	fmt.Fprintf(w, "session %s: %d events, %d surface nodes, replaceGeneration %d, contentGeneration %d\n",
-		out.Session, out.Events, len(out.Surface), out.ReplaceGeneration, out.ContentGeneration)
+		termLine(out.Session), out.Events, len(out.Surface), out.ReplaceGeneration, out.ContentGeneration)
 	fmt.Fprintf(w, "\nSurface\n%5s %7s %7s  %-18s %-9s %s\n", "node", "seq", "tokens", "type", "role", "preview")
 	for _, n := range out.Surface {
-		preview := n.Preview
+		preview := termLine(n.Preview)
 		if n.Empty {
 			preview = "(projects to nothing)"
 		}
-		fmt.Fprintf(w, "%5d %7d %7d  %-18s %-9s %s\n", n.Node, n.Seq, n.Tokens, n.Type, n.Role, preview)
+		fmt.Fprintf(w, "%5d %7d %7d  %-18s %-9s %s\n", n.Node, n.Seq, n.Tokens, termLine(n.Type), termLine(n.Role), preview)
 	}
 	fmt.Fprintf(w, "\nPrompt versions (%d)\n", len(out.Prompts))
 	for i, p := range out.Prompts {
@@ -233,7 +233,7 @@ func printInspect(w io.Writer, out inspectJSON) {
 		fmt.Fprintf(w, "  v%d  seq %d, %s, %d chars\n", i+1, p.Seq, how, len(p.Text))
 		if p.Diff != "" {
 			for _, line := range strings.Split(p.Diff, "\n") {
-				fmt.Fprintf(w, "        %s\n", oneLine(line, 100))
+				fmt.Fprintf(w, "        %s\n", termLine(oneLine(line, 100)))
 			}
 		}
 	}
@@ -241,11 +241,11 @@ func printInspect(w io.Writer, out inspectJSON) {
 	for _, c := range out.Compactions {
 		status := "ok"
 		if c.Error != "" {
-			status = "failed: " + c.Error
+			status = "failed: " + termLine(c.Error)
 		} else if c.End == 0 {
 			status = "open (no compaction/end)"
 		}
-		fmt.Fprintf(w, "  %s  seq %d..%d  %d nodes shadowed (%d tokens)  %s/%s  %s", c.ID, c.Start, c.End, len(c.Shadowed), c.TokenCount, c.Provider, c.Model, status)
+		fmt.Fprintf(w, "  %s  seq %d..%d  %d nodes shadowed (%d tokens)  %s/%s  %s", termLine(c.ID), c.Start, c.End, len(c.Shadowed), c.TokenCount, termLine(c.Provider), termLine(c.Model), status)
 		if c.TokensBefore > 0 {
 			fmt.Fprintf(w, "  tokens %d → %d", c.TokensBefore, c.TokensAfter)
 		}
@@ -260,20 +260,20 @@ func printInspect(w io.Writer, out inspectJSON) {
 		if f.Disabled {
 			note = " [disabled for the session]"
 		}
-		fmt.Fprintf(w, "  %s %q (turn %d step %d)%s: %s\n", f.Kind, f.Plugin, f.Turn, f.Step, note, f.Error)
+		fmt.Fprintf(w, "  %s %s (turn %d step %d)%s: %s\n", termLine(string(f.Kind)), termLine(strconv.Quote(f.Plugin)), f.Turn, f.Step, note, termLine(f.Error))
 	}
 	fmt.Fprintf(w, "\nModel calls by plugins (%d)\n", len(out.Calls))
 	for _, c := range out.Calls {
 		u := c.Usage
-		fmt.Fprintf(w, "  %s %q: %d calls (%d failed, %d refused by the budget), %d input + %d cached + %d output tokens, %.1fs\n",
-			c.Kind, c.Plugin, c.Calls, c.Failed, c.Refused, u.Input, u.CacheRead+u.CacheWrite, u.Output, float64(c.DurationMs)/1000)
+		fmt.Fprintf(w, "  %s %s: %d calls (%d failed, %d refused by the budget), %d input + %d cached + %d output tokens, %.1fs\n",
+			termLine(string(c.Kind)), termLine(strconv.Quote(c.Plugin)), c.Calls, c.Failed, c.Refused, u.Input, u.CacheRead+u.CacheWrite, u.Output, float64(c.DurationMs)/1000)
 	}
 }
 
 // printTokens prints the token breakdown table.
 func printTokens(w io.Writer, t *host.Measurement) {
 	b := t.Breakdown
-	fmt.Fprintf(w, "\nTokens (%s, baseline %s)\n", t.Tokenizer, t.Baseline)
+	fmt.Fprintf(w, "\nTokens (%s, baseline %s)\n", termLine(t.Tokenizer), termLine(t.Baseline))
 	fmt.Fprintf(w, "  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n",
 		"system", b.System, "user", b.User, "assistant", b.Assistant, "tool results", b.ToolResults, "tools schema", b.Tools, "total", t.TotalTokens)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ func liveCmd(t *testing.T, dir, url string, args ...string) *exec.Cmd {
 	base := []string{"run", "--base-url", url, "--provider", "test", "--model", "test-model", "--api-key-env", "WEIR_TEST_KEY"}
 	cmd := exec.Command(hostBin, append(base, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "WEIR_TEST_KEY=sk-live-test-secret-0123456789")
+	cmd.Env = hostEnv("WEIR_TEST_KEY=sk-live-test-secret-0123456789")
 	return cmd
 }
 
@@ -39,7 +40,7 @@ func TestRunAgainstLoopbackServer(t *testing.T) {
 	// The body the server got is exactly what "host request" rebuilds.
 	r := runHost(t, dir, "", "request", file, "--at", seqOf(t, file, `"type":"assistant/message"`))
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, string(reqs[0].Body), r.stdout)
+	require.Equal(t, strings.TrimSuffix(string(reqs[0].Body), "\n")+"\n", r.stdout)
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.NotContains(t, string(raw), "sk-live-test-secret", "the key never enters the log")
@@ -74,9 +75,14 @@ func TestRunCancelledMidStreamThenResumed(t *testing.T) {
 		seen += string(b)
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	go func() { br.WriteTo(os.Stderr) }() // drain the rest so the process can exit
-	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+	go func() { br.WriteTo(io.Discard) }() // drain the rest so the process can exit
+	err = waitExit(t, cmd, 30*time.Second)
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+	require.Equal(t, 130, ee.ExitCode(), "an interrupted run exits 130; stderr: %s", stderr.String())
 	require.Contains(t, stderr.String(), "aborted")
+	r := runHost(t, dir, "", "replay", file)
+	require.Equal(t, 0, r.code, "the interrupted session replays: %s", r.stderr)
 
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
@@ -109,4 +115,21 @@ func seqOf(t *testing.T, file, sub string) string {
 	}
 	t.Fatalf("no line with %s", sub)
 	return ""
+}
+
+// waitExit waits for cmd, failing the test (and killing cmd) if it has not
+// exited within limit: a generous guard, not a measure of speed.
+func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s did not exit within %s", cmd.Args, limit)
+		return nil
+	}
 }

@@ -6,20 +6,28 @@
 //
 //	host <command> [flags] [args]
 //
-// Run "host help" for the list of commands.
+// Flags may stand before or after the arguments; "--" ends the flags. Run
+// "host help" for the list of commands and "host <command> -h" for one
+// command's flags.
 package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
+	"text/tabwriter"
 )
 
 // command is one subcommand.
 type command struct {
-	name    string
+	name string
+	// args are the positional arguments, as help shows them ("FILE",
+	// "[PROMPT...]"); "" when the command takes none.
+	args    string
 	summary string
 	run     func(env *env, args []string) error
 }
@@ -38,6 +46,21 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// helpRequest is returned for -h or --help: the command's help goes to
+// standard output and the exit status is 0.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (h *helpRequest) Error() string { return "help requested" }
+
+// exitStatus ends the command with a status of its own after its message
+// (if any) was printed.
+type exitStatus struct {
+	code int
+	msg  string
+}
+
+func (e *exitStatus) Error() string { return e.msg }
+
 var commands = map[string]*command{}
 
 func register(c *command) { commands[c.name] = c }
@@ -48,12 +71,21 @@ func main() {
 
 // run executes a command line and returns the exit status.
 func run(e *env, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		printHelp(e.stdout)
-		if len(args) == 0 {
+		return 0
+	}
+	if args[0] == "help" {
+		if len(args) == 1 {
+			printHelp(e.stdout)
+			return 0
+		}
+		c, ok := commands[args[1]]
+		if !ok || len(args) > 2 {
+			fmt.Fprintf(e.stderr, "host help: unknown command %q; run \"host help\" for the list\n", strings.Join(args[1:], " "))
 			return 2
 		}
-		return 0
+		args = []string{c.name, "-h"}
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -64,15 +96,27 @@ func run(e *env, args []string) int {
 	if err == nil {
 		return 0
 	}
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(e.stderr, "host %s: %v\n", c.name, err)
+	var (
+		ue *usageError
+		hr *helpRequest
+		xs *exitStatus
+	)
+	switch {
+	case errors.As(err, &hr):
+		printCommandHelp(e.stdout, c, hr.fs)
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.stderr, "host %s: %s\nrun \"host %s -h\" for its usage\n", c.name, termSafe(err.Error()), c.name)
 		return 2
-	}
-	if errors.Is(err, errSilent) {
+	case errors.As(err, &xs):
+		if xs.msg != "" {
+			fmt.Fprintf(e.stderr, "host %s: %s\n", c.name, termSafe(xs.msg))
+		}
+		return xs.code
+	case errors.Is(err, errSilent):
 		return 1
 	}
-	fmt.Fprintf(e.stderr, "host %s: %v\n", c.name, err)
+	fmt.Fprintf(e.stderr, "host %s: %s\n", c.name, termSafe(explain(err).Error()))
 	return 1
 }
 
@@ -87,8 +131,105 @@ func printHelp(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
+		c := commands[n]
+		fmt.Fprintf(tw, "  %s\t%s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
 	}
-	fmt.Fprintln(w, "\nRun \"host <command> -h\" for a command's flags.")
+	tw.Flush()
+	fmt.Fprintln(w, "\nFlags may stand before or after the arguments; \"--\" ends the flags.")
+	fmt.Fprintln(w, "Run \"host <command> -h\" (or \"host help <command>\") for a command's flags.")
+}
+
+// printCommandHelp prints one command's usage, summary and flags.
+func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	name := c.name
+	if fs != nil && strings.HasPrefix(fs.Name(), c.name+" ") {
+		name = fs.Name()
+	}
+	usage := "host " + name
+	hasFlags := false
+	if fs != nil {
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	}
+	if hasFlags {
+		usage += " [flags]"
+	}
+	if c.args != "" && name == c.name {
+		usage += " " + c.args
+	}
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", usage, c.summary)
+	if hasFlags {
+		fmt.Fprintln(w, "\nFlags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}
+
+// parseArgs parses a command line whose flags may stand before or after
+// the positional arguments: it parses flags, collects the next positional
+// argument, and goes on; "--" ends the flags, everything after it is
+// positional. -h and --help return a *helpRequest.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, &helpRequest{fs: fs}
+		}
+		if err != nil {
+			return nil, usagef("%s", flagError(err))
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if endedByTerminator(fs, args, rest) {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// endedByTerminator reports whether fs.Parse(args) stopped at "--" rather
+// than at the positional argument rest[0].
+func endedByTerminator(fs *flag.FlagSet, args, rest []string) bool {
+	i := len(args) - len(rest) - 1 // the argument before rest
+	if i < 0 || args[i] != "--" {
+		return false
+	}
+	// "--" may be the value of a preceding flag that takes one ("-x --").
+	if i > 0 {
+		if prev := args[i-1]; strings.HasPrefix(prev, "-") && prev != "-" && prev != "--" && !strings.Contains(prev, "=") {
+			if f := fs.Lookup(strings.TrimLeft(prev, "-")); f != nil && !isBoolFlag(f) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// flagError rewords the flag package's errors so they name the flag.
+func flagError(err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return "unknown flag " + name
+	}
+	return msg
+}
+
+// noArgs refuses positional arguments of a command that takes none.
+func noArgs(pos []string) error {
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q: the command takes only flags", pos[0])
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,15 @@ import (
 // hostBin is the command built once for every test.
 var hostBin string
 
+// testHome is the home folder of every command the tests run: its config
+// and cache folders are empty unless a test writes there.
+var testHome string
+
+// wazeroCache is the plugin compilation cache the commands share: the one
+// CI names in WEIR_WAZERO_CACHE, else one of the test run's own, removed
+// with it.
+var wazeroCache string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "weir-cli-")
 	if err != nil {
@@ -23,14 +33,39 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	hostBin = filepath.Join(dir, "host")
-	out, err := exec.Command("go", "build", "-o", hostBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build host: %v\n%s", err, out)
-		os.Exit(1)
+	testHome = filepath.Join(dir, "home")
+	wazeroCache = os.Getenv("WEIR_WAZERO_CACHE")
+	if wazeroCache == "" {
+		wazeroCache = filepath.Join(dir, "wazero-cache")
 	}
-	code := m.Run()
+	// In-process commands compile into the same cache, never the user's.
+	os.Setenv("WEIR_WAZERO_CACHE", wazeroCache)
+	code := 1
+	if out, err := exec.Command("go", "build", "-o", hostBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build host: %v\n%s", err, out)
+	} else if err := os.MkdirAll(testHome, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// hostEnv is the whole environment of a command the tests run: nothing of
+// the user's (no HOME, XDG_*, WEIR_* or API keys of theirs), so a weir.yaml
+// in their config folder, their variables or their caches never change a
+// result. extra adds NAME=value entries.
+func hostEnv(extra ...string) []string {
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"TMPDIR=" + os.TempDir(),
+		"HOME=" + testHome,
+		"XDG_CONFIG_HOME=" + filepath.Join(testHome, ".config"),
+		"XDG_CACHE_HOME=" + filepath.Join(testHome, ".cache"),
+		"WEIR_WAZERO_CACHE=" + wazeroCache,
+	}
+	return append(env, extra...)
 }
 
 type result struct {
@@ -38,13 +73,21 @@ type result struct {
 	code           int
 }
 
-// runHost runs the built command in dir with stdin.
+// runHost runs the built command in dir, a test's own folder, with stdin
+// and the hermetic environment.
 func runHost(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
+	return runHostEnv(t, dir, stdin, nil, args...)
+}
+
+// runHostEnv is runHost with extra environment entries.
+func runHostEnv(t *testing.T, dir, stdin string, extra []string, args ...string) result {
+	t.Helper()
+	require.NoError(t, ownDir(repoRoot(t), dir))
 	cmd := exec.Command(hostBin, args...)
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY=")
+	cmd.Env = hostEnv(extra...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -57,6 +100,22 @@ func runHost(t *testing.T, dir, stdin string, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
+// ownDir refuses a working folder inside the repository (root), where a
+// weir.yaml would change what a command does.
+func ownDir(root, dir string) error {
+	if dir == "" {
+		return fmt.Errorf("a command needs a folder of the test's own")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("commands never run inside the repository (%s): a weir.yaml there would change them", dir)
+	}
+	return nil
+}
+
 // repoRoot is the module root, where the examples live.
 func repoRoot(t *testing.T) string {
 	wd, err := os.Getwd()
@@ -64,13 +123,56 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(wd, "..", "..")
 }
 
+// tourModel is the --model value of the offline tour script.
+func tourModel(t *testing.T) string {
+	return "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
+}
+
+// TestHarnessIsHermetic: a weir.yaml in the user's config folders and
+// WEIR_ variables of the user's change nothing the tests see, and the
+// harness refuses to run a command in the repository.
+func TestHarnessIsHermetic(t *testing.T) {
+	user := t.TempDir()
+	hostile := "model: nope\nlog:\n  level: trace\n"
+	writeFile(t, filepath.Join(user, "xdg", "weir", "weir.yaml"), hostile)
+	writeFile(t, filepath.Join(user, ".config", "weir", "weir.yaml"), hostile)
+	writeFile(t, filepath.Join(user, "Library", "Application Support", "weir", "weir.yaml"), hostile)
+	t.Setenv("HOME", user)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(user, "xdg"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(user, "cache"))
+	t.Setenv("WEIR_MODEL", "nope")
+	t.Setenv("WEIR_LOG__LEVEL", "trace")
+
+	dir := t.TempDir()
+	r := runHost(t, dir, "", "config", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var doc configJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	require.Nil(t, doc.File, "no configuration file is found")
+	require.Equal(t, []string{filepath.Join(dir, "weir.yaml"), filepath.Join(testHome, ".config", "weir", "weir.yaml")}, doc.Searched)
+	for _, e := range doc.Entries {
+		require.Equal(t, "default", string(e.Source.Kind), e.Key)
+	}
+	r = runHost(t, dir, "", "run", "--route", "offline", "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	_, err := os.Stat(filepath.Join(user, "cache"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "the user's cache folder is left alone")
+
+	// A weir.yaml in the repository root cannot reach a command: the
+	// harness never runs one there.
+	require.Error(t, ownDir(repoRoot(t), repoRoot(t)))
+	require.Error(t, ownDir(repoRoot(t), filepath.Join(repoRoot(t), "cmd", "host")))
+	require.NoError(t, ownDir(repoRoot(t), dir))
+}
+
 func TestDemoCompletesAndItsSessionReplays(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "demo.jsonl")
-	r := runHost(t, repoRoot(t), "", "demo", "--out", file)
+	r := runHost(t, dir, "", "demo", "--out", file)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "prompt changed: node 0 replaced")
 	require.Contains(t, r.stdout, "→ list_files")
+	require.Contains(t, r.stdout, "← embed/ offline/ prompt-plugin/ pruner/ sessions/", "the scripted tool call succeeds")
 	require.Contains(t, r.stdout, "Session file: "+file)
 	require.Contains(t, r.stdout, "compaction receipt: tokens")
 
@@ -86,7 +188,7 @@ func TestDemoCompletesAndItsSessionReplays(t *testing.T) {
 }
 
 func TestReplayJSONShape(t *testing.T) {
-	r := runHost(t, repoRoot(t), "", "replay", "--json", "examples/sessions/demo.jsonl")
+	r := runHost(t, t.TempDir(), "", "replay", filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"), "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
@@ -104,7 +206,7 @@ func TestReplayJSONShape(t *testing.T) {
 func TestRequestPrintsTheSentBody(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
-	r := runHost(t, dir, "", "run", "--model", "offline:"+filepath.Join(repoRoot(t), "examples/offline/tour.json"), "--session", file, "what files are here?")
+	r := runHost(t, dir, "", "run", "--model", tourModel(t), "--session", file, "what files are here?")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "→ list_files")
 	// Find the settlement seqs from replay and ask for each request.
@@ -112,6 +214,7 @@ func TestRequestPrintsTheSentBody(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	req := runHost(t, dir, "", "request", file, "--at", "6")
 	require.Equal(t, 0, req.code, req.stderr)
+	require.True(t, strings.HasSuffix(req.stdout, "}\n"), "the output ends with a newline")
 	var body map[string]any
 	require.NoError(t, json.Unmarshal([]byte(req.stdout), &body))
 	require.Equal(t, "tour.json", body["model"])
@@ -123,7 +226,7 @@ func TestRequestPrintsTheSentBody(t *testing.T) {
 func TestRunResumesASession(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
-	script := "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
+	script := tourModel(t)
 	require.Equal(t, 0, runHost(t, dir, "", "run", "--model", script, "--session", file, "hello").code)
 	r := runHost(t, dir, "what time is it?", "run", "--model", script, "--session", file)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -151,7 +254,7 @@ func TestErrorsAndExitCodes(t *testing.T) {
 		{"missing file", []string{"replay", filepath.Join(dir, "nope.jsonl")}, 1, "no such file"},
 		{"invalid event", []string{"replay", bad}, 1, "seq 0"},
 		{"request without --at", []string{"request", bad}, 2, "usage: host request"},
-		{"run without key", []string{"run", "--session", filepath.Join(dir, "s.jsonl"), "hi"}, 1, "offline:examples/offline/tour.json"},
+		{"run without key", []string{"run", "--session", filepath.Join(dir, "s.jsonl"), "hi"}, 1, `host run --route offline "hello"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -183,7 +286,7 @@ func TestTokensCommand(t *testing.T) {
 func TestCompactCommand(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
-	script := "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
+	script := tourModel(t)
 	require.Equal(t, 0, runHost(t, dir, "", "run", "--model", script, "--session", file, "hello").code)
 	small := runHost(t, dir, "", "compact", "--model", script, file)
 	require.Equal(t, 1, small.code)
@@ -266,7 +369,7 @@ func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
 	}
 	file := filepath.Join(dir, "s.jsonl")
-	script := "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
+	script := tourModel(t)
 	for _, q := range []string{"what files are here?", "thanks", "and again"} {
 		r := runHost(t, dir, "", "run", "--config", conf, "--model", script, "--session", file, q)
 		require.Equal(t, 0, r.code, r.stderr)
@@ -284,7 +387,7 @@ func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
 
 func TestJSONLogsStayOnStderr(t *testing.T) {
 	dir := t.TempDir()
-	script := "offline:" + filepath.Join(repoRoot(t), "examples/offline/tour.json")
+	script := tourModel(t)
 	r := runHost(t, dir, "", "run", "--log-level", "debug", "--log-format", "json", "--model", script,
 		"--session", filepath.Join(dir, "s.jsonl"), "hello")
 	require.Equal(t, 0, r.code, r.stderr)

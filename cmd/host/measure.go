@@ -47,7 +47,7 @@ func measure(l *surface.Log) *host.Measurement {
 func tokenLine(w io.Writer, m host.Meter, window int64) {
 	t, err := m.Measure(context.Background(), nil)
 	if err != nil {
-		fmt.Fprintf(w, "  [tokens: %v]\n", err)
+		fmt.Fprintf(w, "  [tokens: %s]\n", termLine(err.Error()))
 		return
 	}
 	b := t.Breakdown
@@ -55,6 +55,7 @@ func tokenLine(w io.Writer, m host.Meter, window int64) {
 	if t.Tokenizer != "" {
 		how = t.Tokenizer + ", " + how
 	}
+	how = termLine(how)
 	fmt.Fprintf(w, "  [tokens · system %d · user %d · assistant %d · tools %d · tool results %d · total %d / %d (%s)]\n",
 		b.System, b.User, b.Assistant, b.Tools, b.ToolResults, t.TotalTokens, window, how)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/weirhost/weir/host/config"
@@ -14,7 +15,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "plugins", summary: "list the configured plugins, or verify a .wasm plugin (plugins list | plugins verify FILE.wasm)", run: pluginsCmd})
+	register(&command{name: "plugins", args: "list | verify FILE.wasm", summary: "list the configured plugins, or verify a .wasm plugin", run: pluginsCmd})
 }
 
 // verifyJSON is the documented shape of "host plugins verify --json".
@@ -46,23 +47,30 @@ type pluginJSON struct {
 }
 
 func pluginsCmd(e *env, args []string) error {
-	if len(args) == 0 {
-		return usagef("usage: host plugins list [--json] | host plugins verify [--json] FILE.wasm")
-	}
-	fs := flag.NewFlagSet("plugins "+args[0], flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flag.NewFlagSet("plugins", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
-	configFile := fs.String("config", "", "configuration file")
-	pos, err := parseArgs(fs, args[1:])
+	configFile := fs.String("config", "", "configuration file (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 0 {
+		return usagef("usage: host plugins list [--json] | host plugins verify [--json] FILE.wasm")
+	}
+	sub := pos[0]
+	pos = pos[1:]
+	if sub != "list" && sub != "verify" {
+		return usagef("unknown plugins subcommand %q: use list or verify", sub)
 	}
 	cfg, _, err := config.Load(config.Options{File: *configFile})
 	if err != nil {
 		return configError(e, "plugins", err)
 	}
-	switch args[0] {
+	switch sub {
 	case "list":
+		if err := noArgs(pos); err != nil {
+			return err
+		}
 		var out []pluginJSON
 		for _, p := range cfg.Plugins {
 			src := "built-in"
@@ -79,7 +87,7 @@ func pluginsCmd(e *env, args []string) error {
 			if !p.Enabled {
 				state = "disabled"
 			}
-			fmt.Fprintf(e.stdout, "%-18s %-14s %-9s %s\n", p.Name, p.Role, state, p.Source)
+			fmt.Fprintf(e.stdout, "%-18s %-14s %-9s %s\n", termLine(p.Name), termLine(p.Role), state, termLine(p.Source))
 		}
 		return nil
 	case "verify":
@@ -88,7 +96,7 @@ func pluginsCmd(e *env, args []string) error {
 		}
 		return verifyPlugin(e, cfg, pos[0], *asJSON)
 	}
-	return usagef("unknown plugins subcommand %q: use list or verify", args[0])
+	return nil
 }
 
 func verifyPlugin(e *env, cfg *config.Config, path string, asJSON bool) error {
@@ -126,16 +134,17 @@ func verifyPlugin(e *env, cfg *config.Config, path string, asJSON bool) error {
 		return writeJSON(e.stdout, out)
 	}
 	w := e.stdout
-	fmt.Fprintf(w, "%s: plugin %q version %q, ABI %d.%d, %s\n", path, out.Name, out.Version, out.ABIMajor, out.ABIMinor, out.SDK)
-	fmt.Fprintf(w, "roles: %s\n", strings.Join(out.Roles, ", "))
+	fmt.Fprintf(w, "%s: plugin %s version %s, ABI %d.%d, %s\n", termLine(path), termLine(strconv.Quote(out.Name)),
+		termLine(strconv.Quote(out.Version)), out.ABIMajor, out.ABIMinor, termLine(out.SDK))
+	fmt.Fprintf(w, "roles: %s\n", termLine(strings.Join(out.Roles, ", ")))
 	fmt.Fprintf(w, "limits: memory %d MiB, output %d KiB, call timeouts %v\n", out.Limits.MemoryMiB, out.Limits.OutputKiB, out.Limits.CallTimeout)
 	fmt.Fprintf(w, "imports (%d):\n", len(out.Imports))
 	for _, s := range out.Imports {
-		fmt.Fprintf(w, "  %s\n", s)
+		fmt.Fprintf(w, "  %s\n", termLine(s))
 	}
 	fmt.Fprintf(w, "exports (%d):\n", len(out.Exports))
 	for _, s := range out.Exports {
-		fmt.Fprintf(w, "  %s\n", s)
+		fmt.Fprintf(w, "  %s\n", termLine(s))
 	}
 	fmt.Fprintln(w, "ok: the module passes load-time validation")
 	return nil

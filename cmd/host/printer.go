@@ -30,12 +30,12 @@ func (p *printer) delta(d llm.Delta) {
 		case llm.DeltaText:
 			fmt.Fprint(p.w, "assistant: ")
 		case llm.DeltaToolCall:
-			fmt.Fprintf(p.w, "  → %s ", d.Name)
+			fmt.Fprintf(p.w, "  → %s ", termLine(d.Name))
 			p.callIdx = d.Call
 		}
 		p.kind = d.Kind
 	}
-	fmt.Fprint(p.w, d.Text)
+	fmt.Fprint(p.w, termSafe(d.Text))
 }
 
 func (p *printer) endLine() {
@@ -63,7 +63,7 @@ func (p *printer) event(e surface.Event) {
 			if b.IsError {
 				t = "error: " + t
 			}
-			fmt.Fprintf(p.w, "  ← %s\n", t)
+			fmt.Fprintf(p.w, "  ← %s\n", termLine(t))
 		}
 	case surface.TypeSystemMessage:
 		p.endLine()
@@ -89,7 +89,7 @@ func (p *printer) event(e surface.Event) {
 			Model              string  `json:"model"`
 		}
 		if json.Unmarshal(e.Data, &d) == nil {
-			fmt.Fprintf(p.w, "· compaction: %d nodes shadowed (%d tokens), summarized by %s/%s\n", len(d.ShadowedSeqs), d.ShadowedTokenCount, d.Provider, d.Model)
+			fmt.Fprintf(p.w, "· compaction: %d nodes shadowed (%d tokens), summarized by %s/%s\n", len(d.ShadowedSeqs), d.ShadowedTokenCount, termLine(d.Provider), termLine(d.Model))
 		}
 	case surface.TypeCompactionEnd:
 		var d struct {
@@ -103,7 +103,7 @@ func (p *printer) event(e surface.Event) {
 		p.endLine()
 		switch {
 		case d.Error != "":
-			fmt.Fprintf(p.w, "· compaction failed: %s\n", d.Error)
+			fmt.Fprintf(p.w, "· compaction failed: %s\n", termLine(d.Error))
 		case d.TokensBefore > 0:
 			fmt.Fprintf(p.w, "· compaction receipt: tokens %d → %d\n", d.TokensBefore, d.TokensAfter)
 		}

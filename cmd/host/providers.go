@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/go-json-experiment/json"
 	"github.com/hashicorp/go-hclog"
@@ -23,12 +27,20 @@ type pluginSet struct {
 // loadPlugins loads every enabled plugin of the configuration: first-party
 // ones from the modules embedded in this binary, others from their .wasm
 // files. overrides replaces the configuration of named plugins.
-func loadPlugins(ctx context.Context, cfg *config.Config, log hclog.Logger, overrides map[string][]byte) (*pluginSet, error) {
+func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logger, overrides map[string][]byte) (*pluginSet, error) {
 	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20), plugin.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
 	set := &pluginSet{rt: rt}
+	if slices.ContainsFunc(cfg.Plugins, func(p config.Plugin) bool { return p.Enabled }) {
+		switch dir := rt.CacheDir(); {
+		case dir == "":
+			fmt.Fprintln(e.stderr, "compiling plugins (no compilation cache)…")
+		case !hasFile(dir):
+			fmt.Fprintln(e.stderr, "compiling plugins (first run only)…")
+		}
+	}
 	for _, p := range cfg.Plugins {
 		if !p.Enabled {
 			continue
@@ -50,7 +62,9 @@ func loadPlugins(ctx context.Context, cfg *config.Config, log hclog.Logger, over
 		}
 		lp, err := provider.Load(ctx, rt, provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: conf,
 			Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Output: int(cfg.Sandbox.OutputLimitKiB) << 10}},
-			provider.WithLogger(config.PluginLogger(log, p.Name)))
+			provider.WithLogger(config.PluginLogger(log, p.Name)),
+			provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
+			provider.WithFailureWindow(int(cfg.Sandbox.Breaker.WindowSteps)))
 		if err != nil {
 			set.Close(ctx)
 			return nil, err
@@ -129,8 +143,8 @@ func routeOverrides(cfg *config.Config, route host.Route) map[string][]byte {
 
 // routeProviders loads the configured plugins for the selected route and
 // makes one session's providers. Close the returned set when done.
-func routeProviders(ctx context.Context, cfg *config.Config, route host.Route, s *host.Session, log hclog.Logger) (*pluginSet, *providers, error) {
-	set, err := loadPlugins(ctx, cfg, log, routeOverrides(cfg, route))
+func routeProviders(ctx context.Context, e *env, cfg *config.Config, route host.Route, s *host.Session, log hclog.Logger) (*pluginSet, *providers, error) {
+	set, err := loadPlugins(ctx, e, cfg, log, routeOverrides(cfg, route))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -140,4 +154,27 @@ func routeProviders(ctx context.Context, cfg *config.Config, route host.Route, s
 		return nil, nil, err
 	}
 	return set, prov, nil
+}
+
+// hasFile reports whether the folder tree at dir holds a regular file: an
+// empty or missing compilation cache means the plugins compile now.
+func hasFile(dir string) bool {
+	found := errors.New("found")
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			return found
+		}
+		return nil
+	})
+	return err == found
+}
+
+// limits sets the bounds the configuration gives a session's loop: the
+// step budget, tool timeouts, compaction budgets and the retry wait cap.
+func limits(cfg *config.Config, c host.Config) host.Config {
+	c.StepBudget = cfg.Sandbox.StepBudget
+	c.ToolTimeout, c.ToolTimeouts = cfg.Tools.Timeout, cfg.Tools.Timeouts
+	c.CompactionBudget = cfg.Sandbox.HostCompactionBudget()
+	c.MaxRetryWait = cfg.Retry.MaxWait
+	return c
 }

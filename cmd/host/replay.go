@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "replay", summary: "load and fold a session log; print its surface and messages", run: replay})
+	register(&command{name: "replay", args: "FILE", summary: "load and fold a session log; print its surface and messages", run: replay})
 }
 
 // replayJSON is the documented shape of "host replay --json".
@@ -33,15 +33,15 @@ type messageJSON struct {
 
 func replay(e *env, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a summary")
-	if err := fs.Parse(args); err != nil {
-		return usagef("%v", err)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return usagef("usage: host replay [--json] FILE")
 	}
-	s, err := loadLog(fs.Arg(0))
+	s, err := loadLog(pos[0])
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func replay(e *env, args []string) error {
 	}
 	w := e.stdout
 	fmt.Fprintf(w, "session %s: %d events, %d surface nodes, replaceGeneration %d, contentGeneration %d\n",
-		s.id, l.Len(), l.NodeCount(), l.ReplaceGeneration(), l.ContentGeneration())
+		termLine(s.id), l.Len(), l.NodeCount(), l.ReplaceGeneration(), l.ContentGeneration())
 	if s.migratedFrom != 0 {
 		fmt.Fprintf(w, "converted in memory from format v%d\n", s.migratedFrom)
 	}
@@ -69,13 +69,13 @@ func replay(e *env, args []string) error {
 		m, _ := l.Message(n.Seq)
 		preview := "(projects to nothing)"
 		if !n.Empty {
-			preview = previewOf(m, 60)
+			preview = termLine(previewOf(m, 60))
 		}
 		op := ""
 		if n.Op.Kind == surface.OpReplace {
 			op = fmt.Sprintf(" [replaced %d..%d]", n.Op.Start, n.Op.End)
 		}
-		fmt.Fprintf(w, "%5d %7d  %-18s %-9s %s%s\n", i, n.Seq, n.Type, n.Role, preview, op)
+		fmt.Fprintf(w, "%5d %7d  %-18s %-9s %s%s\n", i, n.Seq, termLine(n.Type), termLine(n.Role), preview, op)
 	}
 	fmt.Fprintf(w, "\n%d wire messages\n", len(l.Messages()))
 	return nil

@@ -9,29 +9,12 @@ import (
 )
 
 func init() {
-	register(&command{name: "request", summary: "print the exact wire request body the loop sent at a seq", run: requestCmd})
-	register(&command{name: "transcript", summary: "print the human transcript (append-origin messages, no system prompt)", run: transcriptCmd})
-}
-
-// parseArgs parses flags that may stand before or after the positional
-// arguments.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usagef("%v", err)
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
+	register(&command{name: "request", args: "FILE --at SEQ", summary: "print the exact wire request body the loop sent at a seq", run: requestCmd})
+	register(&command{name: "transcript", args: "FILE", summary: "print the human transcript (append-origin messages, no system prompt)", run: transcriptCmd})
 }
 
 func requestCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("request", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	at := fs.Int64("at", -1, "seq of the request's request/header, request/context or settlement (assistant/message, assistant/attempt), or of a plugin/call (a compaction's summarization request)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -52,6 +35,9 @@ func requestCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(body) == 0 || body[len(body)-1] != '\n' {
+		body = append(body, '\n')
+	}
 	_, err = e.stdout.Write(body)
 	return err
 }
@@ -71,7 +57,6 @@ type entryJSON struct {
 
 func transcriptCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("transcript", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -96,11 +81,11 @@ func transcriptCmd(e *env, args []string) error {
 		if en.Type == "tool/result" {
 			who = "tool"
 		}
-		line := strings.TrimSpace(en.Text)
+		line := termSafe(strings.TrimSpace(en.Text))
 		if line == "" {
 			continue
 		}
-		if _, err := e.stdout.Write([]byte(who + ": " + line + "\n")); err != nil {
+		if _, err := e.stdout.Write([]byte(termLine(who) + ": " + line + "\n")); err != nil {
 			return err
 		}
 	}

@@ -3,15 +3,23 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"io"
+	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/weirhost/weir/examples/offline"
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/builtin"
@@ -21,36 +29,42 @@ import (
 )
 
 func init() {
-	register(&command{name: "run", summary: "run a live session turn against a model (or the offline model)", run: runCmd})
+	register(&command{name: "run", args: "[PROMPT...]", summary: "run a live session turn against a model (or the offline model)", run: runCmd})
 }
 
-// runOptions are the flags of run.
+// runOptions are the flags of run and compact.
 type runOptions struct {
 	fs                  *flag.FlagSet
 	configFile, session string
 	system              string
 }
 
-// runFlagKeys maps run's configuration flags to keys; "route." is the
+// routeFlagKeys maps the selected route's flags to keys; "route." is the
 // selected route.
-var runFlagKeys = map[string]string{
-	"route": "model", "model": "route.model", "provider": "route.provider", "base-url": "route.baseURL",
+var routeFlagKeys = map[string]string{
+	"model": "route.model", "provider": "route.provider", "base-url": "route.baseURL",
 	"api-key-env": "route.apiKeyEnv", "context-window": "route.contextWindow", "max-tokens": "route.maxTokens",
-	"log-level": "log.level", "log-format": "log.format",
 }
 
-func (o *runOptions) flags(fs *flag.FlagSet) {
+// selectFlagKeys maps the flags that do not change a route to keys.
+var selectFlagKeys = map[string]string{"route": "model", "log-level": "log.level", "log-format": "log.format"}
+
+// flags defines the configuration flags; session adds run's own --session
+// and --system.
+func (o *runOptions) flags(fs *flag.FlagSet, session bool) {
 	o.fs = fs
 	fs.StringVar(&o.configFile, "config", "", "configuration file (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
 	fs.String("route", "", "route to use, a key of models (default: the configuration's model)")
 	fs.String("model", "", `the route's model name, or "offline:SCRIPT.json" for the offline scripted model`)
-	fs.String("provider", "", "the route's provider name recorded in the log")
+	fs.String("provider", "", "the route's provider name recorded in the log; it also picks the tokenizer unless the route sets one")
 	fs.String("base-url", "", "the route's OpenAI-compatible API base; /chat/completions is appended")
-	fs.String("api-key-env", "", "environment variable holding the API key")
+	fs.String("api-key-env", "", "environment variable holding the API key (a loopback base URL needs none)")
 	fs.Int64("context-window", 0, "the route's context window in tokens")
 	fs.Int64("max-tokens", 0, "completion cap per request (0: provider default)")
-	fs.StringVar(&o.session, "session", "", "session file (created when missing, resumed when present); default a new file under sessions.dir")
-	fs.StringVar(&o.system, "system", "", `system prompt replacing the configured sections ("" for none)`)
+	if session {
+		fs.StringVar(&o.session, "session", "", "session file (created when missing, resumed when present); default a new file under sessions.dir")
+		fs.StringVar(&o.system, "system", "", `system prompt replacing the configured sections ("" for none)`)
+	}
 	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
 	fs.String("log-format", "", "log format: text or json")
 }
@@ -61,25 +75,51 @@ func (o *runOptions) set(name string) bool {
 	return set
 }
 
-// load reads the configuration with the flags set on the command line.
+// load reads the configuration with the flags set on the command line. The
+// route is chosen first, so that a route that does not exist is reported
+// as such rather than as a route the other flags fail to complete.
 func (o *runOptions) load() (*config.Config, error) {
-	flags := config.FlagsFrom(o.fs, runFlagKeys)
+	sel := config.FlagsFrom(o.fs, selectFlagKeys)
 	if m := o.fs.Lookup("model").Value.String(); strings.HasPrefix(m, "offline:") && !o.set("route") {
-		flags = append(flags, config.Flag{Name: "model", Key: "model", Value: "offline"})
+		sel = append(sel, config.Flag{Name: "model", Key: "model", Value: "offline"})
 	}
-	cfg, _, err := config.Load(config.Options{File: o.configFile, Flags: flags})
-	return cfg, err
+	if _, _, err := config.Load(config.Options{File: o.configFile, Flags: sel}); err != nil {
+		return nil, err
+	}
+	cfg, src, err := config.Load(config.Options{File: o.configFile, Flags: append(sel, config.FlagsFrom(o.fs, routeFlagKeys)...)})
+	if err != nil {
+		return nil, err
+	}
+	// --provider picks the tokenizer as well, unless a source set the
+	// route's tokenizer.
+	if p := o.fs.Lookup("provider").Value.String(); o.set("provider") {
+		if s, ok := src.Of("models." + cfg.Model + ".tokenizer"); !ok || s.Kind == config.FromDefault {
+			cfg.Models[cfg.Model].Tokenizer = providerTokenizer(p)
+		}
+	}
+	return cfg, nil
 }
 
-// open opens the selected route's model.
-func (o *runOptions) open(cfg *config.Config) (llm.Model, host.Route, error) {
+// providerTokenizer is the tokenizer that prices a provider's models: the
+// DeepSeek tokenizer for deepseek, the estimate for every other provider
+// (the plugin host counts with deepseek-v3 and heuristic only).
+func providerTokenizer(provider string) string {
+	if strings.EqualFold(provider, "deepseek") {
+		return "deepseek-v3"
+	}
+	return "heuristic"
+}
+
+// open opens the selected route's model; log receives the client's
+// warnings.
+func (o *runOptions) open(cfg *config.Config, log hclog.Logger) (llm.Model, host.Route, error) {
 	r := cfg.Models[cfg.Model]
 	route, err := cfg.HostRoute(cfg.Model)
 	if err != nil {
 		return nil, route, err
 	}
 	if path, ok := strings.CutPrefix(r.Model, "offline:"); ok {
-		m, err := llm.Open(r.Model)
+		m, err := openOffline(path)
 		if err != nil {
 			return nil, route, err
 		}
@@ -88,37 +128,128 @@ func (o *runOptions) open(cfg *config.Config) (llm.Model, host.Route, error) {
 	}
 	var key string
 	if r.APIKeyEnv != "" {
-		if key = os.Getenv(r.APIKeyEnv); key == "" {
+		key = os.Getenv(r.APIKeyEnv)
+		if key == "" && !isLoopback(r.BaseURL) {
 			return nil, route, fmt.Errorf("no API key: $%s is empty. Set it (or name another variable with --api-key-env), "+
-				"or try the offline model: host run --model offline:examples/offline/tour.json \"hello\"", r.APIKeyEnv)
+				"or try the offline model: host run --route offline \"hello\"", r.APIKeyEnv)
 		}
 	}
-	c, err := llm.NewClient(llm.ClientConfig{BaseURL: r.BaseURL, APIKey: llm.Secret(key)})
+	cc, err := cfg.ClientConfig(cfg.Model, llm.Secret(key), log)
+	if err != nil {
+		return nil, route, err
+	}
+	c, err := llm.NewClient(cc)
 	if err != nil {
 		return nil, route, err
 	}
 	return c, route, nil
 }
 
+// openOffline opens the offline model on a script file. The default
+// route's script, examples/offline/tour.json, ships in the binary: it is
+// used when no such file is found, so the offline route works anywhere.
+func openOffline(path string) (llm.Model, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && filepath.ToSlash(filepath.Clean(path)) == offline.TourPath {
+		data, err = offline.Tour, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("offline model: %w", err)
+	}
+	s, err := llm.ParseScript(data)
+	if err != nil {
+		return nil, fmt.Errorf("offline model script %s: %w", path, err)
+	}
+	return llm.NewScripted(s), nil
+}
+
+// isLoopback reports whether a base URL names this machine (localhost,
+// 127.0.0.0/8 or ::1): a local server (Ollama, llama.cpp, vLLM) needs no
+// API key.
+func isLoopback(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// sessionPath is the --session file, or a new name under sessions.dir.
 func (o *runOptions) sessionPath(cfg *config.Config) (string, error) {
 	if o.session != "" {
 		return o.session, nil
 	}
-	if err := os.MkdirAll(cfg.Sessions.Dir, 0o755); err != nil {
-		return "", err
+	return newSessionPath(cfg.Sessions.Dir, "")
+}
+
+// newSessionPath names a new session file in dir: prefix, the UTC time and
+// a random part, so that two sessions started in the same second, even
+// concurrently, get different files.
+func newSessionPath(dir, prefix string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("session folder: %w", err)
 	}
-	return filepath.Join(cfg.Sessions.Dir, time.Now().UTC().Format("20060102-150405.000")+".jsonl"), nil
+	for range 16 {
+		var b [3]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		name := fmt.Sprintf("%s%s-%x.jsonl", prefix, time.Now().UTC().Format("20060102-150405"), b)
+		path := filepath.Join(dir, name)
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("session folder %s: no free session file name", dir)
+}
+
+// interrupts turns Ctrl-C into a cancelled context: the first cancels the
+// work so that it ends cleanly and is recorded; the second exits at once
+// with status 130. Call stop when done; interrupted reports whether a
+// Ctrl-C arrived.
+func interrupts(e *env) (ctx context.Context, interrupted func() bool, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt)
+	var got atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+		case <-done:
+			return
+		}
+		got.Store(true)
+		fmt.Fprintln(e.stderr, "\ninterrupted: ending the step (Ctrl-C again quits at once)")
+		cancel(errors.New("cancelled with Ctrl-C"))
+		select {
+		case <-sig:
+			fmt.Fprintln(e.stderr, "quit")
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, got.Load, func() {
+		signal.Stop(sig)
+		close(done)
+		cancel(nil)
+	}
 }
 
 func runCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	var o runOptions
-	o.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		return usagef("%v", err)
+	o.flags(fs, true)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
 	}
-	prompt := strings.Join(fs.Args(), " ")
+	prompt := strings.Join(pos, " ")
 	interactive := prompt == "" && isTerminal(e.stdin)
 	if prompt == "" && !interactive {
 		b, err := io.ReadAll(e.stdin)
@@ -134,7 +265,8 @@ func runCmd(e *env, args []string) error {
 	if err != nil {
 		return configError(e, "run", err)
 	}
-	model, route, err := o.open(cfg)
+	log := newLogger(cfg.Log, e.stderr)
+	model, route, err := o.open(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -153,16 +285,26 @@ func runCmd(e *env, args []string) error {
 	defer s.Close()
 	cwd, _ := os.Getwd()
 	out := newPrinter(e.stdout)
-	ctx := context.Background()
-	log := config.NewLogger(cfg.Log, e.stderr)
-	set, prov, err := routeProviders(ctx, cfg, route, s, log)
+	var (
+		ctx         = context.Background()
+		interrupted = func() bool { return false }
+	)
+	if !interactive {
+		var stop func()
+		ctx, interrupted, stop = interrupts(e)
+		defer stop()
+	}
+	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
 	if err != nil {
+		if interrupted() {
+			return &exitStatus{code: 130, msg: "interrupted while loading the plugins; session " + path}
+		}
 		return err
 	}
-	defer set.Close(ctx)
-	a, err := host.NewAgent(s, host.Config{Route: route, Model: model, Prompt: prov.prompt,
+	defer set.Close(context.Background())
+	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
 		Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
-		Compactors: prov.compactors, Meter: prov.meter, Logger: log, StepBudget: cfg.Sandbox.StepBudget})
+		Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
 	if err != nil {
 		return err
 	}
@@ -178,14 +320,18 @@ func runCmd(e *env, args []string) error {
 	if interactive {
 		return chat(e, a, out, path)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	res, err := a.Run(ctx, a.UserMessage(prompt))
 	out.finish()
 	if err != nil {
+		if interrupted() {
+			return &exitStatus{code: 130, msg: fmt.Sprintf("interrupted: %v; session %s", explain(err), path)}
+		}
 		return err
 	}
 	fmt.Fprintf(e.stderr, "turn %d: %s · session %s\n", res.Turn, describeEnd(res.Reason), path)
+	if interrupted() {
+		return &exitStatus{code: 130}
+	}
 	if res.Reason.Kind == surface.EndError {
 		return errSilent
 	}
@@ -266,10 +412,10 @@ func describeEnd(r surface.EndReason) string {
 	switch r.Kind {
 	case surface.EndError:
 		if r.Error != nil {
-			return fmt.Sprintf("error %s: %s", r.Error.Code, r.Error.Message)
+			return fmt.Sprintf("error %s: %s", termLine(string(r.Error.Code)), termLine(r.Error.Message))
 		}
 	case surface.EndAborted:
-		return "aborted (" + r.Reason + ")"
+		return "aborted (" + termLine(r.Reason) + ")"
 	}
 	return r.Kind
 }

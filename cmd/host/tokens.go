@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "tokens", summary: "count the tokens of a text (or print their ids) with a tokenizer", run: tokensCmd})
+	register(&command{name: "tokens", args: "[FILE]", summary: "count the tokens of a text (or print their ids) with a tokenizer", run: tokensCmd})
 }
 
 // encoder is a tokenizer that can also give ids.
@@ -30,7 +30,6 @@ var tokenizers = map[string]func() (encoder, error){
 
 func tokensCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	name := fs.String("tokenizer", "deepseek-v3", "deepseek-v3, o200k, cl100k or heuristic")
 	ids := fs.Bool("ids", false, "print the token ids as one JSON array instead of the count")
 	pos, err := parseArgs(fs, args)

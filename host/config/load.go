@@ -189,6 +189,14 @@ func (l *loader) file() {
 	}
 	l.sources.File = path
 	lay := &layer{src: Source{Kind: FromFile, Name: path}, dir: filepath.Dir(path), pluginIndex: map[string]int{}}
+	// A file that exists but cannot be opened is a permission problem, not
+	// a syntax one: say so before the parser would call it invalid YAML.
+	f, err := os.Open(path)
+	if err != nil {
+		l.add(&Problem{Reason: unreadable(err), Source: lay.src})
+		return
+	}
+	f.Close()
 	k := koanf.New(".")
 	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
 		msg := strings.Join(strings.Fields(err.Error()), " ")
@@ -589,4 +597,17 @@ func or(s, alt string) string {
 		return alt
 	}
 	return s
+}
+
+// unreadable is the reason of a configuration file that exists but could
+// not be opened: the cause first, then the fix.
+func unreadable(err error) string {
+	if errors.Is(err, fs.ErrPermission) {
+		return "cannot be read: permission denied; give read access to it (chmod u+r) or name another file with --config"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return "cannot be read: " + err.Error()
 }
