@@ -10,8 +10,10 @@
 //
 // Runtime.Load validates a module before compiling it (export names and
 // signatures, memory export, import allow-list: the WASI functions a Go
-// wasip1 guest needs, minus sockets, plus the weir namespace), compiles it
-// (once per content hash per process), starts a first instance, checks its
+// wasip1 guest needs, minus sockets, plus the weir namespace, and the
+// ModuleLimits on its code, walked in linear time because the compiler's
+// time is quadratic in a function's blocks and branches), compiles it
+// (once per content hash per process, within the compile deadline), starts a first instance, checks its
 // ABI version, asks it to describe itself and initialises it with the
 // plugin's configuration. The result is a Plugin.
 //

@@ -39,3 +39,19 @@ func Inspect(wasm []byte) (*ModuleInfo, error) {
 	}
 	return info, nil
 }
+
+// CheckModule runs the checks Load makes on a module's code before
+// compiling it: it walks the code section once, in time linear in its
+// size, and returns an error naming the first limit of l the module
+// exceeds, for example "control nesting depth 100000 exceeds the limit 4096
+// (function 3)", or naming a function it cannot walk (an instruction
+// outside WebAssembly 2.0, threads, tail calls, exception handling and
+// typed function references).
+func CheckModule(wasm []byte, l ModuleLimits) error {
+	mod, err := wasmparse.Parse(wasm)
+	if err != nil {
+		return err
+	}
+	_, err = mod.CheckCode(wasmparse.CodeLimits(l))
+	return err
+}

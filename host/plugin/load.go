@@ -38,7 +38,10 @@ var requiredExports = map[string]wasmparse.FuncType{
 }
 
 // Load validates, compiles and starts the plugin module wasm under name.
-// Validation happens before compilation, so a refused module costs little.
+// Validation happens before compilation, so a refused module costs little:
+// the imports and exports are checked, then the code section is walked
+// against the module limits (WithModuleLimits), and the compilation is
+// bounded by the compile deadline (WithCompileDeadline).
 // The first instance is started, version-checked, initialised with the
 // configuration (WithConfig) and asked to describe itself; a failure of any
 // of these fails the load.
@@ -64,10 +67,17 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	if problems := r.check(mod); len(problems) > 0 {
 		return nil, invalid(strings.Join(problems, "; "), nil)
 	}
+	if _, err := mod.CheckCode(wasmparse.CodeLimits(r.cfg.moduleLimits)); err != nil { // see CheckModule
+		return nil, invalid("module rejected: "+err.Error(), err)
+	}
 	compiled, err := r.compile(ctx, wasm)
 	if err != nil {
-		if errors.Is(err, ErrClosed) {
+		var late *compileDeadlineError
+		switch {
+		case errors.Is(err, ErrClosed):
 			return nil, p.fail("load", ErrClosed, "runtime is closed", nil)
+		case errors.As(err, &late):
+			return nil, p.fail("load", ErrInvalidModule, "module rejected: "+err.Error(), ErrDeadline)
 		}
 		return nil, invalid("compile: "+err.Error(), err)
 	}

@@ -19,6 +19,49 @@ const (
 	DefaultStdioLimit      = 64 << 10 // bytes of stdout and of stderr kept per call
 )
 
+// Defaults of the module limits, checked before a module is compiled (see
+// ModuleLimits). The first-party plugins, Go wasip1 modules of 3.4 to 5.7
+// MB, have at most 3,104 functions, 3.6 MB of code, a largest body of
+// 29,238 bytes (a function of the Go runtime), a nesting depth of 549 and
+// 1,286 control instructions in one function; each default is at least
+// seven times that.
+const (
+	DefaultMaxFunctions    = 100_000
+	DefaultMaxBodySize     = 1 << 20  // bytes of one function body
+	DefaultMaxCodeSize     = 32 << 20 // bytes of all function bodies
+	DefaultMaxNesting      = 4096     // nested block, loop, if, try in one function
+	DefaultMaxControl      = 16384    // control instructions in one function
+	DefaultCompileDeadline = time.Minute
+)
+
+// ModuleLimits bound what a module may contain to be compiled. wazero's
+// compiler takes time quadratic in the number of blocks and branches of a
+// function and in their nesting (a 300 KB function of 100,000 nested blocks
+// takes minutes), so Load walks the code section first, in time linear in
+// its size, and refuses a module over any limit with an error naming the
+// rule. A zero field disables that rule.
+type ModuleLimits struct {
+	MaxFunctions int // functions the module defines (imports not counted)
+	MaxBodySize  int // bytes of one function body
+	MaxCodeSize  int // bytes of all function bodies together
+	MaxNesting   int // depth of nested block, loop, if, try and try_table in one function
+	// MaxControl bounds the control instructions of one function: block,
+	// loop, if, else, try, try_table, catch, catch_all, br, br_if, br_table,
+	// br_on_null, br_on_non_null.
+	MaxControl int
+}
+
+// DefaultModuleLimits returns the default module limits.
+func DefaultModuleLimits() ModuleLimits {
+	return ModuleLimits{
+		MaxFunctions: DefaultMaxFunctions,
+		MaxBodySize:  DefaultMaxBodySize,
+		MaxCodeSize:  DefaultMaxCodeSize,
+		MaxNesting:   DefaultMaxNesting,
+		MaxControl:   DefaultMaxControl,
+	}
+}
+
 // Default deadlines per provider kind. The lifecycle deadline covers starting
 // an instance (including the guest's runtime initialisation), init and
 // describe.
@@ -34,11 +77,13 @@ var defaultDeadlines = map[abi.Kind]time.Duration{
 const CacheEnv = "WEIR_WAZERO_CACHE"
 
 type runtimeConfig struct {
-	cacheDir    string
-	cacheSet    bool
-	memoryLimit uint64
-	workers     int
-	logger      hclog.Logger
+	cacheDir        string
+	cacheSet        bool
+	memoryLimit     uint64
+	workers         int
+	logger          hclog.Logger
+	moduleLimits    ModuleLimits
+	compileDeadline time.Duration
 }
 
 // RuntimeOption configures NewRuntime.
@@ -57,7 +102,8 @@ func WithMemoryLimit(bytes uint64) RuntimeOption {
 }
 
 // WithCompileWorkers sets the number of parallel compilation workers
-// (default GOMAXPROCS).
+// (default GOMAXPROCS; at least 2 are used, since wazero stops a cancelled
+// compilation between functions only when it runs in parallel).
 func WithCompileWorkers(n int) RuntimeOption {
 	return func(c *runtimeConfig) { c.workers = n }
 }
@@ -68,11 +114,28 @@ func WithLogger(l hclog.Logger) RuntimeOption {
 	return func(c *runtimeConfig) { c.logger = l }
 }
 
+// WithModuleLimits replaces the limits a module must satisfy to be compiled
+// (default DefaultModuleLimits()).
+func WithModuleLimits(l ModuleLimits) RuntimeOption {
+	return func(c *runtimeConfig) { c.moduleLimits = l }
+}
+
+// WithCompileDeadline bounds the compilation of a module (default
+// DefaultCompileDeadline; 0 is no deadline). A load whose compilation is
+// not done by then fails; wazero cannot interrupt the compilation of a
+// function, so it finishes in the background and its result is discarded.
+// Until it finishes, loading the same module bytes fails at once.
+func WithCompileDeadline(d time.Duration) RuntimeOption {
+	return func(c *runtimeConfig) { c.compileDeadline = d }
+}
+
 func defaultRuntimeConfig() runtimeConfig {
 	return runtimeConfig{
-		memoryLimit: DefaultMemoryLimit,
-		workers:     runtime.GOMAXPROCS(0),
-		logger:      hclog.NewNullLogger(),
+		memoryLimit:     DefaultMemoryLimit,
+		workers:         runtime.GOMAXPROCS(0),
+		logger:          hclog.NewNullLogger(),
+		moduleLimits:    DefaultModuleLimits(),
+		compileDeadline: DefaultCompileDeadline,
 	}
 }
 

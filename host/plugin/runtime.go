@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
@@ -31,6 +32,12 @@ type Runtime struct {
 	compiled map[[32]byte]*compileEntry
 	plugins  map[*Plugin]struct{}
 	closed   bool
+
+	// Compilations run in their own goroutines (see runCompile); Close
+	// cancels them and waits for them before closing the cache they write.
+	compiling     sync.WaitGroup
+	closing       context.Context
+	cancelClosing context.CancelFunc
 }
 
 // compileEntry shares one compilation among concurrent loads of the same
@@ -82,6 +89,7 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 		compiled: map[[32]byte]*compileEntry{},
 		plugins:  map[*Plugin]struct{}{},
 	}
+	r.closing, r.cancelClosing = context.WithCancel(context.Background())
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.wz); err != nil {
 		_ = r.wz.Close(ctx)
 		return nil, fmt.Errorf("plugin runtime: WASI: %w", err)
@@ -123,25 +131,82 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 	if !ok {
 		e = &compileEntry{done: make(chan struct{})}
 		r.compiled[key] = e
+		r.compiling.Add(1)
+		go r.runCompile(ctx, key, e, wasm)
 	}
 	r.mu.Unlock()
-	if ok {
-		select {
-		case <-e.done:
-			return e.mod, e.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	select {
+	case <-e.done:
+		return e.mod, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// compileDeadlineError is the error of a compilation that outlived the
+// compile deadline.
+type compileDeadlineError struct{ d time.Duration }
+
+func (e *compileDeadlineError) Error() string {
+	return "compilation did not finish within the compile deadline " + e.d.String()
+}
+
+// runCompile compiles wasm into e and closes e.done. wazero's CompileModule
+// notices the end of its context only between functions, and only with more
+// than one compilation worker (so at least two are used); the compilation
+// of one function, the decoding and the validation run to completion. So
+// the compilation runs in its own goroutine and e fails at the compile
+// deadline, independently of the context of the load that started it
+// (other loads may wait on the same entry). At the deadline, or when the
+// runtime closes, the compilation's context is cancelled, which stops the
+// workers at their next function; the goroutine finishes in the background
+// and a module it still produces is closed. The entry stays in the table
+// until then, so a load of the same bytes fails at once rather than
+// starting another compilation.
+func (r *Runtime) runCompile(ctx context.Context, key [32]byte, e *compileEntry, wasm []byte) {
+	defer r.compiling.Done()
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(r.closing, cancel)
+	defer stop()
+	cctx = experimental.WithCompilationWorkers(cctx, max(2, r.cfg.workers))
+	type result struct {
+		mod wazero.CompiledModule
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		mod, err := r.wz.CompileModule(cctx, wasm)
+		res <- result{mod, err}
+	}()
+	var expired <-chan time.Time
+	if d := r.cfg.compileDeadline; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case x := <-res:
+		e.mod, e.err = x.mod, x.err
+		if e.err != nil {
+			r.forget(key) // let a later load retry
 		}
+		close(e.done)
+	case <-expired:
+		cancel()
+		e.err = &compileDeadlineError{r.cfg.compileDeadline}
+		close(e.done)
+		if x := <-res; x.mod != nil {
+			_ = x.mod.Close(context.WithoutCancel(ctx))
+		}
+		r.forget(key)
 	}
-	cctx := experimental.WithCompilationWorkers(ctx, max(1, r.cfg.workers))
-	e.mod, e.err = r.wz.CompileModule(cctx, wasm)
-	if e.err != nil {
-		r.mu.Lock()
-		delete(r.compiled, key) // let a later load retry
-		r.mu.Unlock()
-	}
-	close(e.done)
-	return e.mod, e.err
+}
+
+func (r *Runtime) forget(key [32]byte) {
+	r.mu.Lock()
+	delete(r.compiled, key)
+	r.mu.Unlock()
 }
 
 // Close closes every plugin and the runtime. The disk cache stays.
@@ -161,6 +226,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 	for _, p := range plugins {
 		errs = append(errs, p.Close(ctx))
 	}
+	// A compilation finishing after the cache closed would write to it.
+	r.cancelClosing()
+	r.compiling.Wait()
 	errs = append(errs, r.wz.Close(ctx), r.cache.Close(ctx))
 	return errors.Join(errs...)
 }

@@ -100,3 +100,36 @@ func BenchmarkHeuristic(b *testing.B) {
 		HeuristicCount(text)
 	}
 }
+
+// longWord is n bytes of one unbroken word of pseudo-random lowercase
+// letters (fixed seed): a single pre-token.
+func longWord(n int) string {
+	b := make([]byte, n)
+	x := uint32(2463534242)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = 'a' + byte(x%26)
+	}
+	return string(b)
+}
+
+// BenchmarkLongWord encodes one long unbroken word at two sizes: time and
+// memory per byte stay the same as the word grows (see chunkSize).
+func BenchmarkLongWord(b *testing.B) {
+	tok := DeepSeekV3()
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"1MiB", 1 << 20}, {"4MiB", 4 << 20}} {
+		text := longWord(size.n)
+		b.Run(size.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				tok.Encode(text)
+			}
+		})
+	}
+}

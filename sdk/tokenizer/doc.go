@@ -28,6 +28,19 @@
 //  3. BPE on the UTF-8 bytes of each piece: repeatedly merge the adjacent
 //     pair with the lowest merge rank, leftmost first.
 //
+// Long pieces: a piece longer than 4,096 bytes (one unbroken word, a run of
+// spaces or of one character) is cut, from its start, into chunks of 4,096
+// bytes, each cut moved back to the start of the character it would split
+// (so a chunk can be up to three bytes shorter), and BPE runs on each chunk
+// on its own. Encoding time and memory are then
+// linear in the input however long a piece is; a megabyte-long word takes
+// about as much memory as its ids. Merges never cross a cut, so the ids of
+// such a piece may differ from the reference's near the cuts; shorter
+// pieces, which is all of ordinary text, are encoded exactly as the
+// reference does. (The oracle corpus's varied pieces are at most 3,909
+// bytes; its longer ones repeat one to three characters and encode the same
+// either way.)
+//
 // Character classes (\p{L}, \p{M}, \p{N}, \p{P}, \p{S}, \s) are those of the
 // reference JavaScript engine (Unicode 17.0; \s is JavaScript's, which
 // includes U+FEFF and excludes U+0085), not Go's unicode package (Unicode

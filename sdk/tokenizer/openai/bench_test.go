@@ -64,3 +64,22 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLongWord encodes one long unbroken word at two sizes: the time
+// per byte stays the same as the word grows (see maxRun).
+func BenchmarkLongWord(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"64KiB", 64 << 10}, {"256KiB", 256 << 10}} {
+		text := strings.Repeat("ab", size.n/2)
+		b.Run(size.name, func(b *testing.B) {
+			O200kBase.Count(text)
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				O200kBase.Count(text)
+			}
+		})
+	}
+}

@@ -1,8 +1,10 @@
 // Package wasmparse reads the parts of a WebAssembly binary the plugin
-// loader validates before compiling: function types, imports and exports.
-// It reads the import, type, function and export sections only and skips
-// everything else, so a module can be refused without paying for its
-// compilation. It does not validate the module; the compiler does that.
+// loader validates before compiling: function types, imports and exports,
+// and (CheckCode) the shape of the code section: function count, body
+// sizes and control nesting depth. It reads the import, type, function,
+// export and code sections only and skips everything else, so a module can
+// be refused without paying for its compilation. It does not validate the
+// module; the compiler does that.
 package wasmparse
 
 import (
@@ -117,6 +119,9 @@ type Export struct {
 type Module struct {
 	Imports []Import
 	Exports []Export
+
+	code          []byte // the code section's contents, for CheckCode
+	importedFuncs uint32
 }
 
 // Export returns the export named name.
@@ -177,6 +182,7 @@ func Parse(b []byte) (*Module, error) {
 					if s.err == nil {
 						imp.Type = types[idx]
 						funcs = append(funcs, idx)
+						mod.importedFuncs++
 					}
 				case KindTable:
 					s.byte() // element type
@@ -204,6 +210,8 @@ func Parse(b []byte) (*Module, error) {
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				exports = append(exports, rawExport{name: s.name(), kind: ExternKind(s.byte()), index: s.u32()})
 			}
+		case 10: // code: walked by CheckCode
+			mod.code = body
 		default:
 			continue
 		}
