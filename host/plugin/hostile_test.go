@@ -37,9 +37,9 @@ func TestHostileCalls(t *testing.T) {
 	}{
 		{
 			module: "hostile/loop",
-			opts:   []plugin.Option{plugin.WithDeadline(abi.KindSystemPrompt, 100*time.Millisecond)},
+			opts:   []plugin.Option{plugin.WithDeadline(abi.KindSystemPrompt, time.Second)},
 			class:  plugin.ErrDeadline,
-			want:   `^plugin "loop": call prompt\.render: deadline 100ms exceeded; instance replaced$`,
+			want:   `^plugin "loop": call prompt\.render: deadline 1s exceeded; instance replaced$`,
 		},
 		{
 			module: "hostile/alloc",
@@ -154,12 +154,17 @@ func TestPanicEverySecondCall(t *testing.T) {
 
 func TestCallerCancellation(t *testing.T) {
 	p := plugintest.LoadBytes(t, "loop", module(t, "hostile/loop"), plugin.WithDeadline(abi.KindSystemPrompt, time.Minute))
+	// A first call starts the instance, so the cancellation below lands
+	// inside the guest, not while an instance is being started.
+	got, err := p.RenderPrompt(context.Background(), nil, goodReq)
+	require.NoError(t, err)
+	require.Equal(t, "ok", got)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	_, err := p.RenderPrompt(ctx, nil, hostileReq)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err = p.RenderPrompt(ctx, nil, hostileReq)
 	require.ErrorIs(t, err, plugin.ErrCancelled)
 	require.EqualError(t, err, `plugin "loop": call prompt.render: cancelled: context canceled; instance replaced`)
-	got, err := p.RenderPrompt(context.Background(), nil, goodReq)
+	got, err = p.RenderPrompt(context.Background(), nil, goodReq)
 	require.NoError(t, err)
 	require.Equal(t, "ok", got)
 }

@@ -144,7 +144,7 @@ func TestLoadChecksTheRole(t *testing.T) {
 }
 
 func TestTrappingPromptKeepsTheLastGoodPrompt(t *testing.T) {
-	lp := load(t, "trap", "trap", provider.RoleSystemPrompt, "", provider.Limits{Call: 100 * time.Millisecond})
+	lp := load(t, "trap", "trap", provider.RoleSystemPrompt, "", provider.Limits{Call: time.Second})
 	var sp *provider.SystemPrompt
 	l := newLoop(t, func(s *host.Session, cfg *host.Config) {
 		var err error
@@ -161,7 +161,7 @@ func TestTrappingPromptKeepsTheLastGoodPrompt(t *testing.T) {
 		text, failure string // failure "": a good prompt
 	}{
 		{"panic", "panic: trap: asked to panic"},
-		{"loop", "deadline 100ms exceeded; instance replaced"},
+		{"loop", "deadline 1s exceeded; instance replaced"},
 		{"Be brief.", ""}, // a fresh instance serves it
 	}
 	failed, replaced := 0, uint64(0)
