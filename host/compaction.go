@@ -20,7 +20,7 @@ func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason Compac
 	}
 	turn, _ := a.s.log.OpenTurn()
 	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer()}
-	by := Proposer{Kind: ByCompaction, ID: c.ID()}
+	by := compactionProposer(c)
 	ps, err := c.Compact(ctx, view, CompactionRequest{Reason: reason, Turn: turn, Route: a.cfg.Route})
 	if err != nil {
 		err = fmt.Errorf("compaction provider %q: %w", c.ID(), err)
