@@ -76,10 +76,13 @@ func refuse(first int64, i int, typ string, rule surface.Rule, format string, ar
 func checkDeclared(by Proposer, first int64, ps []surface.Proposal) error {
 	for i := range ps {
 		p := &ps[i]
-		if !by.declared(p.Type) {
+		if surface.Known(p.Type) {
 			continue
 		}
 		switch {
+		case !by.declared(p.Type):
+			return refuse(first, i, p.Type, RuleUndeclaredEvent,
+				"%q is not a type of the %s kind, and the plugin did not declare it (describe events: %q)", p.Type, by.Kind, by.Events)
 		case !p.Ignorable:
 			return refuse(first, i, p.Type, RuleDeclaredNotIgnorable, "the declared event type %q must be proposed with ignorable: true", p.Type)
 		case p.Op.Kind != surface.OpNone || p.Sources != nil:
@@ -328,31 +331,31 @@ func orNull(v jsontext.Value) string {
 	return string(v)
 }
 
-// sameTurn compares two turn members; absent and null are the same.
+// sameTurn compares two turn members; absent, null and 0 are the same.
 func sameTurn(a, b jsontext.Value) bool {
-	null := func(v jsontext.Value) bool { return v == nil || v.Kind() == 'n' }
+	null := func(v jsontext.Value) bool { return v == nil || v.Kind() == 'n' || string(v) == "0" }
 	if null(a) || null(b) {
 		return null(a) && null(b)
 	}
 	return string(a) == string(b)
 }
 
-// checkTurn checks a bracket's turn: null (or absent) between turns; the
+// checkTurn checks a bracket's turn: null, absent or 0 between turns; the
 // open turn's number inside one.
 func checkTurn(f fields, open int64) error {
-	if !f.present("turn") {
+	if n, ok := f.integer("turn"); !f.present("turn") || ok && n == 0 {
 		if open != 0 {
 			return fmt.Errorf("turn is null, but turn %d is open: a bracket inside a turn names it", open)
 		}
 		return nil
 	}
 	n, ok := f.integer("turn")
-	if !ok || n < 1 || n > MaxCount {
+	if !ok || n < 0 || n > MaxCount {
 		return fmt.Errorf("turn is %s, not null or a turn number", f["turn"])
 	}
 	if n != open {
 		if open == 0 {
-			return fmt.Errorf("turn is %d, but no turn is open: a bracket between turns has turn null", n)
+			return fmt.Errorf("turn is %d, but no turn is open: a bracket between turns has turn null or 0", n)
 		}
 		return fmt.Errorf("turn is %d, but the open turn is %d", n, open)
 	}
@@ -481,18 +484,23 @@ func mustData(l *surface.Log, seq int64) []byte {
 	return e.Data
 }
 
-// admits runs the trust-boundary checks on a provider's batch ps, which the
-// log planned as planned (its first event at seq first) and has not
-// committed: declared events, provenance, the compaction schemas and
-// bracket order, then the wire rules over the part of the surface the
-// batch changed. An error refuses the whole batch.
+// screen runs the checks of a provider's batch that need no plan: declared
+// event types and provenance. An error refuses the whole batch.
+func (s *Session) screen(by Proposer, ps []surface.Proposal) error {
+	first := s.log.NextSeq()
+	err := checkDeclared(by, first, ps)
+	if err == nil {
+		err = checkProvenance(by, first, ps)
+	}
+	return err
+}
+
+// admits runs the checks of a provider's batch ps that read its plan: the
+// log planned it as planned (its first event at seq first) and has not
+// committed it. They are the compaction schemas and bracket order, then the
+// wire rules over the part of the surface the batch changed. An error
+// refuses the whole batch.
 func (s *Session) admits(by Proposer, planned *surface.Log, first int64, ps []surface.Proposal) error {
-	if err := checkDeclared(by, first, ps); err != nil {
-		return err
-	}
-	if err := checkProvenance(by, first, ps); err != nil {
-		return err
-	}
 	if by.Kind == ByCompaction {
 		turn, _ := s.log.OpenTurn()
 		if err := checkCompaction(first, turn, ps); err != nil {

@@ -76,10 +76,8 @@ func (p Proposer) permits(q *surface.Proposal) error {
 		case compactionTypes[q.Type]:
 		case q.Type == surface.TypeUserMessage:
 			return deny("a compaction checkpoint must replace a range, not append")
-		case p.declared(q.Type):
 		case !surface.Known(q.Type):
-			return fmt.Errorf("%s may not propose %s: the type is not declared in the plugin's describe events: %w",
-				p, q.Type, &surface.Error{Seq: -1, Type: q.Type, Rule: RuleUndeclaredEvent, Msg: "undeclared event type"})
+			// Declared or not: checkDeclared decides, with the batch's seqs.
 		default:
 			return deny("a compaction provider proposes only checkpoint replacements, tool-result rewrites, compaction/start|summary|end|prune events and the ignorable types it declared")
 		}
@@ -177,7 +175,7 @@ func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event,
 	var err error
 	if by.Kind == ByLoop {
 		evs, err = s.log.AppendBatch(ps)
-	} else {
+	} else if err = s.screen(by, ps); err == nil {
 		evs, err = s.log.AppendBatchChecked(ps, func(planned *surface.Log, first int64) error {
 			return s.admits(by, planned, first, ps)
 		})

@@ -66,7 +66,7 @@ func (e *PairingError) Error() string {
 // results may lie beyond the part checked. It is pure and deterministic and
 // reports the first violation in surface order.
 func CheckPairing(nodes []WireNode) *PairingError {
-	var last *WireNode       // nearest preceding visible assistant message
+	var last *WireNode // nearest preceding visible assistant message
 	answered := map[string]int64{}
 	between := int64(-1) // first visible non-result node after last
 	unanswered := func() *PairingError {

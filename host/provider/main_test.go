@@ -26,6 +26,7 @@ var moduleDirs = map[string]string{
 	"liar":       "testdata/liar",
 	"trap":       "testdata/trap",
 	"checkpoint": "testdata/checkpoint",
+	"badmeter":   "testdata/badmeter",
 }
 
 func TestMain(m *testing.M) {
@@ -101,6 +102,8 @@ type loop struct {
 	s     *host.Session
 	a     *host.Agent
 	model *model
+	// script queues the model's replies of one turn, when set by a test.
+	script func()
 }
 
 func newLoop(t testing.TB, cfg func(s *host.Session, c *host.Config)) *loop {

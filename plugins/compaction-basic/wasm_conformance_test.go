@@ -785,7 +785,7 @@ func TestI97_WASM_OwnerTurnAndLock(t *testing.T) {
 
 	// An orphan start before a later end-seed: compaction proceeds.
 	h = twoTurns(t, "You are helpful.", `{}`, nil)
-	_, err := h.s.Propose(host.Proposer{Kind: host.ByCompaction, ID: "other"},
+	_, err := h.s.Propose(host.Proposer{Kind: host.ByLoop},
 		surface.Proposal{Type: surface.TypeCompactionStart, Data: []byte(`{"compactionId":"cmp-orphan","turn":null}`)})
 	require.NoError(t, err)
 	orphaned := h.s.Log().Events()
@@ -1106,7 +1106,7 @@ func TestI104_WASM_ManualSpanChanged(t *testing.T) {
 	h.turn(words(100))
 	first := h.s.Log().Nodes()[1]
 	h.sum.reply = func(host.SummaryRequest) (*host.SummaryResult, error) {
-		_, err := h.s.Propose(host.Proposer{Kind: host.ByCompaction, ID: "other"}, surface.Proposal{Type: surface.TypeUserMessage,
+		_, err := h.s.Propose(host.Proposer{Kind: host.ByLoop}, surface.Proposal{Type: surface.TypeUserMessage,
 			Data: []byte(`{"id":"x","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"rewritten"}]}`),
 			Op:   surface.Replace(first, first), Sources: []int64{first}})
 		require.NoError(t, err)

@@ -182,7 +182,7 @@ func TestI104_ManualSpanChanged(t *testing.T) {
 	h.turn(words(100))
 	first := h.log().Nodes()[1]
 	h.sum.reply = func(host.SummaryRequest) (*host.SummaryResult, error) {
-		_, err := h.s.Propose(host.Proposer{Kind: host.ByCompaction, ID: "other"}, surface.Proposal{Type: surface.TypeUserMessage,
+		_, err := h.s.Propose(host.Proposer{Kind: host.ByLoop}, surface.Proposal{Type: surface.TypeUserMessage,
 			Data: []byte(`{"id":"x","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"rewritten"}]}`),
 			Op:   surface.Replace(first, first), Sources: []int64{first}})
 		require.NoError(t, err)
