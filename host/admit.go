@@ -288,10 +288,7 @@ func checkCompaction(first int64, turn int64, ps []surface.Proposal) error {
 					return bad(RuleCompactionSchema, "%v", err)
 				}
 			}
-			if err := checkTurn(f, turn); err != nil {
-				return bad(RuleCompactionSchema, "%v", err)
-			}
-			if t := f["turn"]; !sameTurn(t, open.turn) {
+			if t, ok := f["turn"]; ok && !sameTurn(t, open.turn) {
 				return bad(RuleCompactionSchema, "compaction/end names turn %s, its compaction/start turn %s", orNull(t), orNull(open.turn))
 			}
 			failed := f.present("error")

@@ -115,6 +115,9 @@ func CheckPairing(nodes []WireNode) *PairingError {
 				answered[id] = n.Seq
 			}
 		case KindAssistant:
+			if last != nil && between < 0 {
+				between = n.Seq // it follows the previous assistant message
+			}
 			if err := unanswered(); err != nil {
 				return err
 			}

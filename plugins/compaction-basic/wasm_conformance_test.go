@@ -731,9 +731,12 @@ func TestI95_WASM_HeadIsNeverCompacted(t *testing.T) {
 	require.Contains(t, string(failure.Data), "protected system prompt")
 }
 
+// compactorFunc is a compaction provider made of a function that passes on
+// (or edits) compaction-basic's proposals, so it proposes under its name:
+// the host requires a checkpoint's source to name its proposer.
 type compactorFunc func(ctx context.Context, v *host.View, req host.CompactionRequest) ([]surface.Proposal, error)
 
-func (f compactorFunc) ID() string { return "func" }
+func (f compactorFunc) ID() string { return "compaction-basic" }
 func (f compactorFunc) Compact(ctx context.Context, v *host.View, req host.CompactionRequest) ([]surface.Proposal, error) {
 	return f(ctx, v, req)
 }
