@@ -433,14 +433,14 @@ func checkpointID(data []byte) (string, bool) {
 	return *m.Source.ID, true
 }
 
-// CheckpointOf returns the compaction id of a committed checkpoint: a
-// user/message that replaced a range inside a compaction bracket whose
-// compaction/start precedes it in the same committed batch shape
-// (start, summary, checkpoint, end). It recognizes the checkpoint by the
-// bracket that encloses it and by its source naming the plugin that
-// proposed the bracket, never by a fixed plugin name. The proposer is the
-// checkpoint's source.plugin (the host refuses a checkpoint whose source
-// is not its proposer).
+// CheckpointOf returns the compaction id and the proposing plugin of the
+// checkpoint committed at seq: a user/message replacement inside a
+// compaction bracket, after that bracket's compaction/summary (the order
+// admission requires). It finds the checkpoint by the bracket that encloses
+// it, never by a fixed plugin name; the plugin is the checkpoint's
+// source.plugin, which admission requires to be the proposer's configured
+// name. Receipts, inspect and printers use it to pair checkpoints with
+// their compactions.
 func CheckpointOf(l *surface.Log, seq int64) (id, plugin string, ok bool) {
 	e, found := l.Event(seq)
 	if !found || e.Type != surface.TypeUserMessage || e.Op.Kind != surface.OpReplace {
@@ -450,9 +450,7 @@ func CheckpointOf(l *surface.Log, seq int64) (id, plugin string, ok bool) {
 	if !found || m.Source.Kind != "plugin" || m.Source.Plugin == "" {
 		return "", "", false
 	}
-	// The enclosing bracket: the latest compaction marker before seq is an
-	// open start, and a summary of the same id lies between them.
-	var summary bool
+	summary := false
 	for s := seq - 1; s >= l.BaseSeq(); s-- {
 		prev, _ := l.Event(s)
 		switch prev.Type {
@@ -467,18 +465,13 @@ func CheckpointOf(l *surface.Log, seq int64) (id, plugin string, ok bool) {
 			if !summary || json.Unmarshal(prev.Data, &d) != nil || d.ID == "" {
 				return "", "", false
 			}
-			if cid, has := checkpointID(mustData(l, seq)); has && cid != d.ID {
+			if cid, named := checkpointID(e.Data); named && cid != d.ID {
 				return "", "", false
 			}
 			return d.ID, m.Source.Plugin, true
 		}
 	}
 	return "", "", false
-}
-
-func mustData(l *surface.Log, seq int64) []byte {
-	e, _ := l.Event(seq)
-	return e.Data
 }
 
 // screen runs the checks of a provider's batch that need no plan: declared
