@@ -41,7 +41,8 @@ func checkWireSince(pl *surface.Log, first int64) error {
 }
 
 // FuzzProposals applies random checkpoint replacements (single, two in one
-// batch, a tool result replaced by a user message) to a generated valid
+// batch, a tool result replaced by a user message, a range widened to whole
+// call groups) to a generated valid
 // log through AppendBatchChecked with the wire check of the changed
 // region, and requires that whatever is admitted leaves the whole surface
 // satisfying the pairing rule, and that whatever is refused leaves the log
@@ -53,6 +54,8 @@ func FuzzProposals(f *testing.F) {
 	f.Add(uint64(3), []byte{2, 5, 0, 2, 9, 0, 0, 1, 40})
 	f.Add(uint64(4), []byte{0, 7, 0, 0, 7, 1, 0, 7, 2, 1, 9, 9})
 	f.Add(uint64(5), []byte{2, 1, 1, 0, 4, 4, 1, 0, 8})
+	f.Add(uint64(6), []byte{3, 2, 3, 3, 9, 1, 3, 4, 0, 2, 1, 0, 3, 1, 2})
+	f.Add(uint64(7), []byte{3, 30, 2, 1, 5, 6, 3, 11, 0, 0, 2, 2})
 	f.Fuzz(func(t *testing.T, seed uint64, ops []byte) {
 		l, err := surface.Restore(fuzzLog(t, seed%8))
 		require.NoError(t, err)
@@ -73,7 +76,7 @@ func FuzzProposals(f *testing.F) {
 			a := 1 + x%(len(nodes)-1)
 			b := a + y%(len(nodes)-a)
 			var ps []surface.Proposal
-			switch kind % 3 {
+			switch kind % 4 {
 			case 0:
 				ps = []surface.Proposal{checkpoint(nodes, a, b)}
 			case 1:
@@ -93,6 +96,17 @@ func FuzzProposals(f *testing.F) {
 				}
 				k := results[x%len(results)]
 				ps = []surface.Proposal{checkpoint(nodes, k, k)}
+			case 3:
+				// Widen a..b to whole call groups, as a careful compactor
+				// does: mostly admitted.
+				info := l.Surface()
+				for a > 1 && info[a].Type == surface.TypeToolResult {
+					a--
+				}
+				for b+1 < len(info) && info[b+1].Type == surface.TypeToolResult {
+					b++
+				}
+				ps = []surface.Proposal{checkpoint(nodes, a, b)}
 			}
 			next, before := l.NextSeq(), l.Nodes()
 			_, err := l.AppendBatchChecked(ps, checkWireSince)
