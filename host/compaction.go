@@ -38,7 +38,7 @@ func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason Compac
 	turn, _ := a.s.log.OpenTurn()
 	led := &ledger{ctx: ctx, plugin: c.ID(), budget: b}
 	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer(), ledger: led}
-	by := Proposer{Kind: ByCompaction, ID: c.ID()}
+	by := compactionProposer(c)
 	ps, err := c.Compact(ctx, view, CompactionRequest{Reason: reason, Turn: turn, Route: a.cfg.Route})
 	if berr := led.exceeded(); berr != nil && !errors.Is(err, ErrBudget) {
 		// Whatever the provider made of the refusal, the compaction failed.

@@ -12,7 +12,9 @@ func TestResumeReportsAnOrphanedCompaction(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	s, err := OpenFile(path)
 	require.NoError(t, err)
-	_, err = s.Propose(Proposer{Kind: ByCompaction, ID: "compaction-basic"},
+	// A provider's batch always closes its brackets, so the orphan is written
+	// as the loop (which may write anything the log admits) would leave it.
+	_, err = s.Propose(Proposer{Kind: ByLoop},
 		surface.Proposal{Type: surface.TypeCompactionStart, Data: []byte(`{"compactionId":"c1","turn":null}`)})
 	require.NoError(t, err)
 	require.NoError(t, s.Close()) // the process stops inside the bracket
@@ -29,7 +31,11 @@ func TestResumeReportsAnOrphanedCompaction(t *testing.T) {
 	}
 	// A new bracket is allowed after the end-seed.
 	_, err = s.Propose(Proposer{Kind: ByCompaction, ID: "compaction-basic"},
-		surface.Proposal{Type: surface.TypeCompactionStart, Data: []byte(`{"compactionId":"c2","turn":null}`)})
+		surface.Proposal{Type: surface.TypeCompactionStart, Data: []byte(`{"compactionId":"c2","turn":null}`)},
+		surface.Proposal{Type: surface.TypeCompactionEnd, Data: []byte(`{"compactionId":"c2","turn":null,"error":"nothing to do"}`)})
+	require.NoError(t, err)
+	_, err = s.Propose(Proposer{Kind: ByLoop},
+		surface.Proposal{Type: surface.TypeCompactionStart, Data: []byte(`{"compactionId":"c3","turn":null}`)})
 	require.NoError(t, err)
 
 	// Reopening again reports nothing new for the dead bracket, but the new

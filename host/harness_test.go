@@ -193,7 +193,7 @@ func (c *checkpointCompactor) Compact(ctx context.Context, v *View, req Compacti
 	}
 	start, _ := surface.Data(map[string]any{"compactionId": id, "turn": req.Turn})
 	summary, _ := surface.Data(map[string]any{"compactionId": id, "summary": "summary", "shadowedSeqs": shadowed})
-	cp, _ := surface.Data(surface.Message{ID: v.NewID(), Role: "user", Source: surface.Source{Kind: "plugin", Plugin: "compact"},
+	cp, _ := surface.Data(surface.Message{ID: v.NewID(), Role: "user", Source: surface.Source{Kind: "plugin", Plugin: "test-compactor"},
 		Content: []surface.Block{surface.Text("<compacted-summary>summary</compacted-summary>")}})
 	end, _ := surface.Data(map[string]any{"compactionId": id, "turn": req.Turn})
 	return []surface.Proposal{

@@ -22,7 +22,7 @@ func (c *lyingCompactor) Compact(_ context.Context, v *View, _ CompactionRequest
 }
 
 func checkpoint(t *testing.T, op surface.Op, sources []int64) surface.Proposal {
-	data, err := surface.Data(surface.Message{ID: "cp", Role: "user", Source: surface.Source{Kind: "plugin", Plugin: "compact"},
+	data, err := surface.Data(surface.Message{ID: "cp", Role: "user", Source: surface.Source{Kind: "plugin", Plugin: "liar"},
 		Content: []surface.Block{surface.Text("summary")}})
 	require.NoError(t, err)
 	return surface.Proposal{Type: surface.TypeUserMessage, Data: data, Op: op, Sources: sources}
@@ -98,7 +98,7 @@ func TestCompactionThatDoesNotShrinkIsRefused(t *testing.T) {
 			return nil
 		}
 		n := v.Nodes()
-		data, _ := surface.Data(surface.Message{ID: "cp", Role: "user", Source: surface.Source{Kind: "plugin", Plugin: "compact"},
+		data, _ := surface.Data(surface.Message{ID: "cp", Role: "user", Source: surface.Source{Kind: "plugin", Plugin: "liar"},
 			Content: []surface.Block{surface.Text(strings.Repeat("a long checkpoint ", 100))}})
 		return []surface.Proposal{{Type: surface.TypeUserMessage, Data: data, Op: surface.Replace(n[1].Seq, n[2].Seq),
 			Sources: []int64{n[1].Seq, n[2].Seq}}}

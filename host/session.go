@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/weirhost/weir/sdk/tokenizer"
@@ -21,7 +20,10 @@ type Store interface {
 // Proposer names who proposes events; each kind may propose only some.
 type Proposer struct {
 	Kind ProposerKind
-	ID   string // the provider's id; "" for the loop
+	ID   string // the provider's id (a plugin's configured name); "" for the loop
+	// Events are the ignorable event types the provider declared it may
+	// propose besides its kind's own.
+	Events []string
 }
 
 // ProposerKind is a kind of proposer.
@@ -42,6 +44,12 @@ const (
 
 // ErrNotPermitted is the error of a proposal its proposer's kind may not make.
 var ErrNotPermitted = errors.New("not permitted")
+
+// compactionTypes are the log event types a compaction provider owns.
+var compactionTypes = map[string]bool{
+	surface.TypeCompactionStart: true, surface.TypeCompactionSummary: true,
+	surface.TypeCompactionEnd: true, surface.TypeCompactionPrune: true,
+}
 
 func (p Proposer) String() string {
 	if p.ID == "" {
@@ -65,11 +73,13 @@ func (p Proposer) permits(q *surface.Proposal) error {
 		switch {
 		case q.Type == surface.TypeUserMessage && q.Op.Kind == surface.OpReplace:
 		case q.Type == surface.TypeToolResult && q.Op.Kind == surface.OpReplace:
-		case strings.HasPrefix(q.Type, "compaction/"):
+		case compactionTypes[q.Type]:
 		case q.Type == surface.TypeUserMessage:
 			return deny("a compaction checkpoint must replace a range, not append")
+		case !surface.Known(q.Type):
+			// Declared or not: checkDeclared decides, with the batch's seqs.
 		default:
-			return deny("a compaction provider proposes only checkpoint replacements, tool-result rewrites and compaction/* events")
+			return deny("a compaction provider proposes only checkpoint replacements, tool-result rewrites, compaction/start|summary|end|prune events and the ignorable types it declared")
 		}
 	case ByMeter:
 		return deny("a token meter proposes nothing")
@@ -161,7 +171,15 @@ func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event,
 			return nil, err
 		}
 	}
-	evs, err := s.log.AppendBatch(ps)
+	var evs []surface.Event
+	var err error
+	if by.Kind == ByLoop {
+		evs, err = s.log.AppendBatch(ps)
+	} else if err = s.screen(by, ps); err == nil {
+		evs, err = s.log.AppendBatchChecked(ps, func(planned *surface.Log, first int64) error {
+			return s.admits(by, planned, first, ps)
+		})
+	}
 	if err != nil {
 		if by.Kind == ByLoop {
 			return nil, err

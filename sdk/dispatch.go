@@ -47,7 +47,7 @@ func (d *dispatcher) call(method abi.Method, in []byte) (frame []byte) {
 	case abi.MethodDescribe:
 		desc := abi.Description{
 			Name: d.plugin.Name, Version: d.plugin.Version, Kinds: d.plugin.kinds(),
-			AbiMinor: abi.Minor, Sdk: Version,
+			AbiMinor: abi.Minor, Sdk: Version, Events: d.plugin.Events,
 		}
 		return d.ok(desc.Encode)
 	}
@@ -76,6 +76,7 @@ func (d *dispatcher) init(in []byte) []byte {
 		return d.fail(abi.StatusBadRequest, "host speaks ABI major "+strconv.FormatUint(uint64(req.AbiMajor), 10)+
 			", plugin was built for "+strconv.FormatUint(uint64(abi.Major), 10))
 	}
+	d.host.name = req.Plugin
 	if d.plugin.Configure != nil {
 		if err := d.plugin.Configure(bytes.Clone(req.Config)); err != nil {
 			return d.fail(abi.StatusPluginError, "configure: "+err.Error())

@@ -250,3 +250,15 @@ func TestRegister(t *testing.T) {
 	Register(Plugin{Name: "a", SystemPrompt: testPrompt{}})
 	require.PanicsWithValue(t, "sdk: Register called twice", func() { Register(Plugin{Name: "b", SystemPrompt: testPrompt{}}) })
 }
+
+func TestDescribeDeclaresEventsAndInitNamesThePlugin(t *testing.T) {
+	d := newDispatcher(Plugin{Name: "p", Version: "1", SystemPrompt: testPrompt{}, Events: []string{"p/note", "p/trace"}}, noHost{})
+	var desc abi.Description
+	require.NoError(t, desc.Decode(decodeFrame(t, d.call(abi.MethodDescribe, nil)).Result))
+	require.Equal(t, []string{"p/note", "p/trace"}, desc.Events)
+	require.Equal(t, "", d.host.PluginName(), "no name before init")
+
+	in := (&abi.InitRequest{Plugin: "configured-name", AbiMajor: abi.Major}).Encode(nil)
+	require.Equal(t, abi.StatusOK, decodeFrame(t, d.call(abi.MethodInit, in)).Status)
+	require.Equal(t, "configured-name", d.host.PluginName())
+}

@@ -24,10 +24,17 @@ type hostABI interface {
 // Host gives a provider method typed access to the host queries. It is valid
 // during the call it was passed to.
 type Host struct {
-	raw hostABI
-	buf []byte // grow-only result buffer shared by all queries
-	req []byte // encoded summarize requests
+	raw  hostABI
+	buf  []byte // grow-only result buffer shared by all queries
+	req  []byte // encoded summarize requests
+	name string // the configured name, from init
 }
+
+// PluginName is the name the host configured the plugin under (sent at
+// init; it may differ from Plugin.Name). The messages a plugin proposes
+// must carry the source {"kind": "plugin", "plugin": PluginName()}: the
+// host refuses any other.
+func (h *Host) PluginName() string { return h.name }
 
 // errResultGrowing reports a host whose answer kept outgrowing the buffer.
 var errResultGrowing = errors.New("result size kept changing between attempts")

@@ -55,6 +55,11 @@ type Plugin struct {
 	// Configure receives the plugin configuration (JSON, possibly empty) once
 	// per instance, before any provider call. An error fails the load.
 	Configure func(config []byte) error
+	// Events declares the ignorable event types the plugin may propose
+	// besides its kind's own (a compaction plugin's compaction/*): the host
+	// refuses a proposal of any type not declared, and a declared type
+	// only as an ignorable, log-only event.
+	Events []string
 
 	SystemPrompt SystemPromptProvider
 	Compaction   CompactionProvider

@@ -57,11 +57,15 @@ func errorf(seq int64, typ string, rule Rule, format string, args ...any) *Error
 	return &Error{Seq: seq, Type: typ, Rule: rule, Msg: fmt.Sprintf(format, args...)}
 }
 
-// RuleOf reports the rule of an *Error in err's chain, or "" when there is none.
+// RuleOf reports the rule of an *Error or a *PairingError in err's chain, or "" when there is none.
 func RuleOf(err error) Rule {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Rule
+	}
+	var pe *PairingError
+	if errors.As(err, &pe) {
+		return pe.Rule
 	}
 	return ""
 }

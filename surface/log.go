@@ -130,6 +130,20 @@ func (l *Log) Append(p Proposal) (Event, error) {
 // AppendBatch admits ps in order, all or nothing: when any proposal is
 // rejected, nothing is committed and the error names that proposal's seq.
 func (l *Log) AppendBatch(ps []Proposal) ([]Event, error) {
+	return l.appendBatch(ps, nil)
+}
+
+// AppendBatchChecked is AppendBatch with a further check: the batch is
+// planned on a scratch copy of the log, check reads that copy (the log as it
+// would be after the batch; first is the seq of the batch's first event),
+// and only when check returns nil is the batch committed. An error of
+// check leaves the log unchanged and is returned as is. check must not
+// append to the copy.
+func (l *Log) AppendBatchChecked(ps []Proposal, check func(planned *Log, first int64) error) ([]Event, error) {
+	return l.appendBatch(ps, check)
+}
+
+func (l *Log) appendBatch(ps []Proposal, check func(*Log, int64) error) ([]Event, error) {
 	if l.notifying {
 		return nil, errorf(l.fold.next, "", RuleReentrant, "append from inside an observer of the same session is not allowed")
 	}
@@ -150,7 +164,7 @@ func (l *Log) AppendBatch(ps []Proposal) ([]Event, error) {
 		evs[i].Data = oneLine(evs[i].Data)
 		evs[i].checked = true
 	}
-	if len(evs) == 1 {
+	if len(evs) == 1 && check == nil {
 		if err := l.admitOne(evs[0], true); err != nil {
 			return nil, err
 		}
@@ -162,6 +176,12 @@ func (l *Log) AppendBatch(ps []Proposal) ([]Event, error) {
 		scratch.pay = l.pay[:len(l.pay):len(l.pay)]
 		for _, e := range evs {
 			if err := scratch.admitOne(e, true); err != nil {
+				return nil, err
+			}
+		}
+		if check != nil {
+			scratch.observers, scratch.replacements = nil, nil
+			if err := check(&scratch, l.fold.next); err != nil {
 				return nil, err
 			}
 		}

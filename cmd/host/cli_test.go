@@ -160,8 +160,14 @@ func TestDemoSampleIsFresh(t *testing.T) {
 	require.NoError(t, err)
 	committed, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "sessions", "demo.jsonl"))
 	require.NoError(t, err)
-	require.Equal(t, string(fresh), string(committed),
-		"examples/sessions/demo.jsonl is stale: regenerate it with go run ./cmd/host demo --fixed-clock --out examples/sessions/demo.jsonl (after removing it)")
+	// Compare line by line, so a stale sample names its first changed event
+	// rather than printing the whole log.
+	fl, cl := strings.Split(string(fresh), "\n"), strings.Split(string(committed), "\n")
+	for i := range min(len(fl), len(cl)) {
+		require.Equal(t, fl[i], cl[i], "examples/sessions/demo.jsonl line %d is stale: regenerate it with "+
+			"go run ./cmd/host demo --fixed-clock --out examples/sessions/demo.jsonl (after removing it)", i+1)
+	}
+	require.Equal(t, len(fl), len(cl), "examples/sessions/demo.jsonl has another number of lines than a fresh demo")
 	require.NotContains(t, string(fresh), dir, "no machine path enters the log")
 	again := runHost(t, dir, "", "demo", "--fixed-clock", "--out", file)
 	require.Equal(t, 1, again.code)

@@ -57,6 +57,7 @@ type compactionJSON struct {
 	Provider     string  `json:"provider,omitzero"`
 	Model        string  `json:"model,omitzero"`
 	Checkpoint   int64   `json:"checkpointSeq,omitzero"`
+	Plugin       string  `json:"plugin,omitzero"` // the plugin whose checkpoint it is
 	End          int64   `json:"endSeq,omitzero"`
 	Error        string  `json:"error,omitzero"`
 	TokensBefore int64   `json:"tokensBefore,omitzero"`
@@ -151,11 +152,8 @@ func inspect(s *loaded) inspectJSON {
 				c.End, c.Error, c.TokensBefore, c.TokensAfter = e.Seq, d.Error, d.TokensBefore, d.TokensAfter
 			}
 		case surface.TypeUserMessage:
-			if e.Op.Kind == surface.OpReplace {
-				m, _ := l.Message(e.Seq)
-				if id, ok := checkpointOf(m); ok && byID[id] != nil {
-					byID[id].Checkpoint = e.Seq
-				}
+			if id, plugin, ok := host.CheckpointOf(l, e.Seq); ok && byID[id] != nil {
+				byID[id].Checkpoint, byID[id].Plugin = e.Seq, plugin
 			}
 		case surface.TypePluginFailure:
 			var f host.PluginFailure
@@ -168,20 +166,6 @@ func inspect(s *loaded) inspectJSON {
 		out.Compactions = append(out.Compactions, *byID[id])
 	}
 	return out
-}
-
-// checkpointOf returns the compaction id of a compaction checkpoint message.
-func checkpointOf(m *surface.Message) (string, bool) {
-	if m == nil || m.Source.Kind != "plugin" || m.Source.Plugin != "compact" {
-		return "", false
-	}
-	var extra struct {
-		ID string `json:"compactionId"`
-	}
-	if json.Unmarshal(m.Source.Unknown, &extra) != nil {
-		return "", false
-	}
-	return extra.ID, extra.ID != ""
 }
 
 // lineDiff is a small line diff: lines only in a, then lines only in b.
@@ -248,6 +232,9 @@ func printInspect(w io.Writer, out inspectJSON) {
 		fmt.Fprintf(w, "  %s  seq %d..%d  %d nodes shadowed (%d tokens)  %s/%s  %s", termLine(c.ID), c.Start, c.End, len(c.Shadowed), c.TokenCount, termLine(c.Provider), termLine(c.Model), status)
 		if c.TokensBefore > 0 {
 			fmt.Fprintf(w, "  tokens %d → %d", c.TokensBefore, c.TokensAfter)
+		}
+		if c.Checkpoint > 0 {
+			fmt.Fprintf(w, "  checkpoint seq %d by %s", c.Checkpoint, termLine(strconv.Quote(c.Plugin)))
 		}
 		fmt.Fprintln(w)
 	}

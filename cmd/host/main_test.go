@@ -304,6 +304,11 @@ func TestCompactCommand(t *testing.T) {
 	require.NotEmpty(t, in.Compactions[0].Error)
 	require.Empty(t, in.Compactions[1].Error)
 	require.Equal(t, "system", in.Surface[0].Role, "node 0 is still the system prompt")
+	// The checkpoint is found by its bracket and names the configured plugin.
+	require.Equal(t, "compaction-basic", in.Compactions[1].Plugin)
+	require.Equal(t, in.Surface[1].Seq, in.Compactions[1].Checkpoint)
+	text := runHost(t, dir, "", "inspect", file)
+	require.Contains(t, text.stdout, fmt.Sprintf("checkpoint seq %d by \"compaction-basic\"", in.Compactions[1].Checkpoint))
 }
 
 // buildGuest builds a guest module of this repository into dir.

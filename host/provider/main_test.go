@@ -28,6 +28,7 @@ var moduleDirs = map[string]string{
 	"checkpoint": "testdata/checkpoint",
 	"loop":       "testdata/summarize-loop",
 	"flaky":      "testdata/flaky",
+	"badmeter":   "testdata/badmeter",
 }
 
 func TestMain(m *testing.M) {
@@ -103,6 +104,8 @@ type loop struct {
 	s     *host.Session
 	a     *host.Agent
 	model *model
+	// script queues the model's replies of one turn, when set by a test.
+	script func()
 }
 
 func newLoop(t testing.TB, cfg func(s *host.Session, c *host.Config)) *loop {

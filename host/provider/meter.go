@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -201,7 +202,24 @@ func (m *Meter) sessionID() string {
 // Measure implements host.Meter: it sends what is queued, then asks the
 // plugin for a measurement under header (the logged header when nil). A
 // measurement under the logged header is reused while no event arrived.
+//
+// The plugin's measurement is validated (host.ValidateMeasurement): a bad
+// one is a failure of the plugin, counted by its breaker and logged, and
+// the error returned (rule meter/measurement, naming the plugin) matches
+// host.ErrNotGranted, so the consumer prices the surface with its own
+// estimate as it does without a meter. It is not written to the session
+// here: a measure call usually serves a compaction call, which a log
+// append in its middle would make stale.
 func (m *Meter) Measure(ctx context.Context, header *surface.Header) (*host.Measurement, error) {
+	out, err := m.measure(ctx, header)
+	if err != nil && errors.Is(err, host.ErrBadMeasurement) {
+		m.o.log.Warn("token meter returned a bad measurement; its consumer uses its own estimate",
+			"plugin", m.p.Name(), "session", m.sessionID(), "error", err)
+	}
+	return out, err
+}
+
+func (m *Meter) measure(ctx context.Context, header *surface.Header) (*host.Measurement, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.br.open {
@@ -230,6 +248,9 @@ func (m *Meter) Measure(ctx context.Context, header *surface.Header) (*host.Meas
 	var out *host.Measurement
 	if err == nil {
 		out, err = fromABIMeasurement(res, m.typeOf)
+		if err == nil {
+			err = host.ValidateMeasurement(out)
+		}
 		if err != nil {
 			err = fmt.Errorf("plugin %q: call meter.measure: %w", m.p.Name(), err)
 		}

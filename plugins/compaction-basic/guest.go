@@ -46,6 +46,7 @@ func (p *provider) run(h *sdk.Host, req *sdk.CompactionRequest, reason compact.R
 	}
 	prev = bytes.Clone(prev) // req.State aliases the input buffer
 	out, err := compact.Compact(&session{h: h}, p.cfg, compact.Request{
+		Plugin: h.PluginName(),
 		Reason: reason,
 		Turn:   req.Turn,
 		Route: compact.Route{Provider: req.Route.Provider, Model: req.Route.Model,

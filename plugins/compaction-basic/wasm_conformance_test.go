@@ -734,9 +734,12 @@ func TestI95_WASM_HeadIsNeverCompacted(t *testing.T) {
 	require.Contains(t, string(failure.Data), "protected system prompt")
 }
 
+// compactorFunc is a compaction provider made of a function that passes on
+// (or edits) compaction-basic's proposals, so it proposes under its name:
+// the host requires a checkpoint's source to name its proposer.
 type compactorFunc func(ctx context.Context, v *host.View, req host.CompactionRequest) ([]surface.Proposal, error)
 
-func (f compactorFunc) ID() string { return "func" }
+func (f compactorFunc) ID() string { return "compaction-basic" }
 func (f compactorFunc) Compact(ctx context.Context, v *host.View, req host.CompactionRequest) ([]surface.Proposal, error) {
 	return f(ctx, v, req)
 }
@@ -788,7 +791,7 @@ func TestI97_WASM_OwnerTurnAndLock(t *testing.T) {
 
 	// An orphan start before a later end-seed: compaction proceeds.
 	h = twoTurns(t, "You are helpful.", `{}`, nil)
-	_, err := h.s.Propose(host.Proposer{Kind: host.ByCompaction, ID: "other"},
+	_, err := h.s.Propose(host.Proposer{Kind: host.ByLoop},
 		surface.Proposal{Type: surface.TypeCompactionStart, Data: []byte(`{"compactionId":"cmp-orphan","turn":null}`)})
 	require.NoError(t, err)
 	orphaned := h.s.Log().Events()
@@ -1109,7 +1112,7 @@ func TestI104_WASM_ManualSpanChanged(t *testing.T) {
 	h.turn(words(100))
 	first := h.s.Log().Nodes()[1]
 	h.sum.reply = func(host.SummaryRequest) (*host.SummaryResult, error) {
-		_, err := h.s.Propose(host.Proposer{Kind: host.ByCompaction, ID: "other"}, surface.Proposal{Type: surface.TypeUserMessage,
+		_, err := h.s.Propose(host.Proposer{Kind: host.ByLoop}, surface.Proposal{Type: surface.TypeUserMessage,
 			Data: []byte(`{"id":"x","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"rewritten"}]}`),
 			Op:   surface.Replace(first, first), Sources: []int64{first}})
 		require.NoError(t, err)

@@ -373,7 +373,7 @@ func (c *overflowCompactor) Compact(_ context.Context, v *host.View, req host.Co
 	id := fmt.Sprintf("cmp-%d", next)
 	start, _ := surface.Data(map[string]any{"compactionId": id, "turn": req.Turn})
 	summary, _ := surface.Data(map[string]any{"compactionId": id, "summary": "summary", "shadowedSeqs": shadowed})
-	cp, _ := surface.Data(surface.Message{ID: v.NewID(), Role: "user", Source: surface.Source{Kind: "plugin", Plugin: "compact"},
+	cp, _ := surface.Data(surface.Message{ID: v.NewID(), Role: "user", Source: surface.Source{Kind: "plugin", Plugin: c.ID()},
 		Content: []surface.Block{surface.Text("<compacted-summary>summary</compacted-summary>")}})
 	end, _ := surface.Data(map[string]any{"compactionId": id, "turn": req.Turn})
 	return []surface.Proposal{

@@ -5,10 +5,11 @@ import "strconv"
 // Version of the ABI. The guest's weir_abi_version export must return Major;
 // Minor grows with additive changes and is exchanged in init and describe.
 // Minor 1 added Measurement.estimate_error and tokenizer and the user,
-// assistant and tool-result split of Breakdown.
+// assistant and tool-result split of Breakdown. Minor 2 added
+// Description.events, the ignorable event types a plugin declares.
 const (
 	Major uint32 = 1
-	Minor uint32 = 1
+	Minor uint32 = 2
 )
 
 // Names of the guest exports.

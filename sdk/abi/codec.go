@@ -258,12 +258,17 @@ func (m *Description) Encode(b []byte) []byte {
 	b = putString(b, 2, m.Version)
 	b = putPackedKinds(b, 3, m.Kinds)
 	b = putVarint(b, 4, uint64(m.AbiMinor))
-	return putString(b, 5, m.Sdk)
+	b = putString(b, 5, m.Sdk)
+	for _, e := range m.Events {
+		b = putStringAlways(b, 6, e)
+	}
+	return b
 }
 
 // Decode replaces m with the message decoded from b.
 func (m *Description) Decode(b []byte) error {
 	kinds := m.Kinds[:0]
+	events := reserve(m.Events, count(b, 6))
 	*m = Description{}
 	d := decoder{b: b, msg: "Description"}
 	for d.next() {
@@ -278,12 +283,17 @@ func (m *Description) Decode(b []byte) error {
 			m.AbiMinor = d.uint32()
 		case 5:
 			m.Sdk = d.string()
+		case 6:
+			events = append(events, d.string())
 		default:
 			d.skip()
 		}
 	}
 	if len(kinds) > 0 {
 		m.Kinds = kinds
+	}
+	if len(events) > 0 {
+		m.Events = events
 	}
 	return d.err
 }

@@ -290,3 +290,16 @@ func TestWireExamples(t *testing.T) {
 	p := Proposal{Type: "u/m", Intent: Intent{Kind: IntentReplace, StartSeq: 1, EndSeq: 2}, HasSourceEventSeqs: true, SourceEventSeqs: []int64{5, 1, 2}}
 	require.Equal(t, "0a 03 75 2f 6d 22 04 08 01 10 02 2a 05 0a 03 05 01 02", hexOf(p.Encode(nil)))
 }
+
+func TestDescriptionEvents(t *testing.T) {
+	in := Description{Name: "p", Kinds: []Kind{KindCompaction}, AbiMinor: Minor, Events: []string{"p/note", ""}}
+	var out Description
+	require.NoError(t, out.Decode(in.Encode(nil)))
+	require.Equal(t, in, out, "an empty declared type is kept: the host refuses it, not the codec")
+
+	// A minor-1 description (no field 6) decodes with no events.
+	old := Description{Name: "p", Kinds: []Kind{KindCompaction}, AbiMinor: 1}
+	out = Description{Events: []string{"stale"}}
+	require.NoError(t, out.Decode(old.Encode(nil)))
+	require.Nil(t, out.Events)
+}

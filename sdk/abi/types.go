@@ -85,6 +85,9 @@ type Description struct {
 	Kinds    []Kind
 	AbiMinor uint32
 	Sdk      string
+	// Events are the ignorable event types the plugin may propose besides
+	// its kind's own (minor 2); absent for an older guest.
+	Events []string
 }
 
 // Provides reports whether the description lists kind.

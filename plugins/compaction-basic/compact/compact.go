@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -49,6 +50,9 @@ type Request struct {
 	SessionID string
 	// Span is the range a Region request compacts.
 	Span Span
+	// Plugin is the name the host configured the provider under: the
+	// checkpoint's source names it, as the host requires (default PluginID).
+	Plugin string
 }
 
 // Outcome is the result of Compact: the proposals to admit, in order and
@@ -701,7 +705,7 @@ func (r *run) finish(warning error) (Outcome, error) {
 			return Outcome{}, err
 		}
 		cp := surface.Message{ID: id + "-checkpoint", Role: surface.RoleUser,
-			Source: surface.Source{Kind: "plugin", Plugin: PluginID, Unknown: src}, Content: b.content}
+			Source: surface.Source{Kind: "plugin", Plugin: cmp.Or(r.req.Plugin, PluginID), Unknown: src}, Content: b.content}
 		sources := append([]int64{start, start + 1}, shadowed...)
 		if err := errors.Join(
 			add(surface.TypeCompactionStart, startData{id, r.owner}, surface.Op{}, nil),

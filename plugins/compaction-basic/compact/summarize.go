@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/weirhost/weir/surface"
 )
 
-// PluginID is the plugin id of checkpoint messages: consumers recognize a
-// checkpoint by source {kind: "plugin", plugin: "compact"}.
+// PluginID is the plugin id of checkpoint messages when the caller names
+// none (Request.Plugin). The host requires a checkpoint's source to name
+// the provider as configured, so both the native provider and the plugin
+// pass their configured name.
 const PluginID = "compact"
 
 // Tags framing the summary inside a checkpoint.
@@ -125,7 +129,14 @@ func checkpointContent(blocks []surface.Block) []surface.Block {
 	return append(out, surface.Text(CloseTag))
 }
 
-// IsCheckpoint reports whether m is a compaction checkpoint.
+// IsCheckpoint reports whether m is a compaction checkpoint: a plugin's
+// message whose source names the compaction it stands for.
 func IsCheckpoint(m *surface.Message) bool {
-	return m != nil && m.Source.Kind == "plugin" && m.Source.Plugin == PluginID
+	if m == nil || m.Source.Kind != "plugin" || m.Source.Plugin == "" {
+		return false
+	}
+	var src struct {
+		ID string `json:"compactionId"`
+	}
+	return json.Unmarshal(m.Source.Unknown, &src) == nil && src.ID != ""
 }

@@ -185,7 +185,8 @@ type regionCompactor struct {
 	calls int
 }
 
-func (r *regionCompactor) ID() string { return "region" }
+// ID is the wrapped provider's: the checkpoints it passes on name it.
+func (r *regionCompactor) ID() string { return r.p.ID() }
 
 func (r *regionCompactor) Compact(ctx context.Context, v *host.View, req host.CompactionRequest) ([]surface.Proposal, error) {
 	if r.span == nil {

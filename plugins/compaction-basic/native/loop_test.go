@@ -289,7 +289,7 @@ func TestI97_OwnerTurnAndLock(t *testing.T) {
 	require.Empty(t, h.compactionEvents())
 
 	// An unmatched compaction/start holds the lock.
-	_, err = h.s.Propose(host.Proposer{Kind: host.ByCompaction, ID: "other"},
+	_, err = h.s.Propose(host.Proposer{Kind: host.ByLoop},
 		surface.Proposal{Type: surface.TypeCompactionStart, Data: []byte(`{"compactionId":"cmp-orphan","turn":null}`)})
 	require.NoError(t, err)
 	rc.span = span

@@ -107,7 +107,7 @@ func (p *Provider) Compact(ctx context.Context, view *host.View, req host.Compac
 	if !ok {
 		return nil, fmt.Errorf("compaction-basic: unknown compaction reason %q", req.Reason)
 	}
-	return p.run(ctx, view, compact.Request{Reason: reason, Turn: req.Turn, Route: route(req.Route), SessionID: view.SessionID()})
+	return p.run(ctx, view, compact.Request{Reason: reason, Turn: req.Turn, Route: route(req.Route), SessionID: view.SessionID(), Plugin: p.id})
 }
 
 // CompactRegion compacts the explicit span start..end of the surface inside
@@ -115,7 +115,7 @@ func (p *Provider) Compact(ctx context.Context, view *host.View, req host.Compac
 // (a wrapping provider, a tool) uses this.
 func (p *Provider) CompactRegion(ctx context.Context, view *host.View, r host.Route, span compact.Span) ([]surface.Proposal, error) {
 	turn, _ := view.OpenTurn()
-	return p.run(ctx, view, compact.Request{Reason: compact.Region, Turn: turn, Route: route(r), SessionID: view.SessionID(), Span: span})
+	return p.run(ctx, view, compact.Request{Reason: compact.Region, Turn: turn, Route: route(r), SessionID: view.SessionID(), Span: span, Plugin: p.id})
 }
 
 func (p *Provider) run(ctx context.Context, view *host.View, req compact.Request) ([]surface.Proposal, error) {

@@ -183,7 +183,7 @@ func TestI104_ManualSpanChanged(t *testing.T) {
 	h.turn(words(100))
 	first := h.log().Nodes()[1]
 	h.sum.reply = func(host.SummaryRequest) (*host.SummaryResult, error) {
-		_, err := h.s.Propose(host.Proposer{Kind: host.ByCompaction, ID: "other"}, surface.Proposal{Type: surface.TypeUserMessage,
+		_, err := h.s.Propose(host.Proposer{Kind: host.ByLoop}, surface.Proposal{Type: surface.TypeUserMessage,
 			Data: []byte(`{"id":"x","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"rewritten"}]}`),
 			Op:   surface.Replace(first, first), Sources: []int64{first}})
 		require.NoError(t, err)
@@ -216,9 +216,12 @@ func TestI104_ManualToleratesChangesOutsideSpan(t *testing.T) {
 	require.Len(t, h.compactionEvents(), 4)
 }
 
+// compactorFunc is a compaction provider made of a function that passes on
+// (or edits) compaction-basic's proposals, so it proposes under its name:
+// the host requires a checkpoint's source to name its proposer.
 type compactorFunc func(ctx context.Context, v *host.View, req host.CompactionRequest) ([]surface.Proposal, error)
 
-func (f compactorFunc) ID() string { return "func" }
+func (f compactorFunc) ID() string { return "compaction-basic" }
 func (f compactorFunc) Compact(ctx context.Context, v *host.View, req host.CompactionRequest) ([]surface.Proposal, error) {
 	return f(ctx, v, req)
 }

@@ -121,7 +121,7 @@ func compact(h *sdk.Host, req *sdk.CompactionRequest, method string) (*sdk.Compa
 	}
 	id := strconv.Quote("cp-" + strconv.FormatInt(gen.LogLength, 10))
 	text := "<compacted-summary>" + summary + "</compacted-summary>"
-	cp := `{"id":` + id + `,"role":"user","source":{"kind":"plugin","plugin":"compact"},"content":[{"type":"text","text":` + strconv.Quote(text) + `}]}`
+	cp := `{"id":` + id + `,"role":"user","source":{"kind":"plugin","plugin":` + strconv.Quote(h.PluginName()) + `},"content":[{"type":"text","text":` + strconv.Quote(text) + `}]}`
 	return &sdk.CompactionResult{
 		Proposals: []sdk.Proposal{
 			{Type: "compaction/start", Data: []byte(`{"compactionId":` + id + `,"turn":` + strconv.FormatInt(req.Turn, 10) +
