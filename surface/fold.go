@@ -105,11 +105,23 @@ func (f *fold) plan(e *Event, p *payload, lookup lookupFunc) (transition, *Error
 			return transition{}, err
 		}
 	}
-	if from == 0 && f.nodes[0].kind == KindSystem && (kind != KindSystem || to != 0) {
-		return transition{}, errorf(e.Seq, e.Type, RuleSystemHead,
-			"%s: only a single-node system/message replacement may rewrite it (proposed %s over nodes %d..%d)", headMsg, e.Type, from, to)
+	if err := assertSystemHeadRewrite(f.nodes, e, kind, from, to); err != nil {
+		return transition{}, err
 	}
 	return transition{kind: OpReplace, from: from, to: to, node: n, shadowed: shadowed}, nil
+}
+
+// assertSystemHeadRewrite is the system-head protection of spec 4.5: once
+// surface node 0 holds a system message, the only replacement that may
+// cover it is a single-node system/message replacement. It runs for every
+// replacement the fold plans, so it binds every proposer alike: the loop,
+// first-party plugins and third-party compaction providers.
+func assertSystemHeadRewrite(nodes []node, e *Event, kind Kind, from, to int) *Error {
+	if from == 0 && nodes[0].kind == KindSystem && (kind != KindSystem || to != 0) {
+		return errorf(e.Seq, e.Type, RuleSystemHead,
+			"%s: only a single-node system/message replacement may rewrite it (proposed %s over nodes %d..%d)", headMsg, e.Type, from, to)
+	}
+	return nil
 }
 
 // commit applies a planned transition. t must come from plan on the same state.
