@@ -293,6 +293,25 @@ func TestMessagesNameTheCause(t *testing.T) {
 	require.Equal(t, "keep", string(kept))
 }
 
+// TestOpenAITokenizers: a route priced with o200k or cl100k is counted by
+// the host's tokenizers through the token-meter plugin, not refused.
+func TestOpenAITokenizers(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	dir := t.TempDir()
+	for _, tok := range []string{"o200k", "cl100k"} {
+		t.Run(tok, func(t *testing.T) {
+			conf := filepath.Join(dir, tok+".yaml")
+			writeFile(t, conf, "model: local\nmodels:\n  local:\n    provider: openai\n    model: gpt-4o\n    baseURL: "+srv.URL()+
+				"\n    tokenizer: "+tok+"\n    contextWindow: 128000\n")
+			srv.Push(llmtest.TextReply(20, 3, "Hi."))
+			r := runHost(t, dir, "", "run", "--config", conf, "--session", filepath.Join(dir, tok+".jsonl"), "hi")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stderr, "("+tok+"_base, ")
+			require.NotContains(t, r.stderr, "no tokenizer named")
+		})
+	}
+}
+
 // TestLocalServerNeedsNoKey: a loopback base URL works without a key; the
 // provider picks the tokenizer.
 func TestLocalServerNeedsNoKey(t *testing.T) {

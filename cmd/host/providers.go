@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	meternative "github.com/weirhost/weir/plugins/token-meter/native"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -63,6 +64,7 @@ func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logg
 		lp, err := provider.Load(ctx, rt, provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: conf,
 			Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Output: int(cfg.Sandbox.OutputLimitKiB) << 10}},
 			provider.WithLogger(config.PluginLogger(log, p.Name)),
+			provider.WithTokenizers(meternative.Counters()),
 			provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
 			provider.WithFailureWindow(int(cfg.Sandbox.Breaker.WindowSteps)))
 		if err != nil {
