@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,30 +27,18 @@ func runArgs(url string, args ...string) []string {
 	return append([]string{"run", "--base-url", url, "--provider", "test", "--model", "test-model", "--api-key-env", "WEIR_TEST_KEY"}, args...)
 }
 
-// hermeticRun runs the built host in dir with HOME and the XDG directories
-// inside the test's temporary directory, so only dir's weir.yaml
-// configures it. It fails the test if the process outlives hangBound.
+// hermeticRun runs the built host in dir with the tests' hermetic
+// environment (hostEnv) and the test key. It fails the test if the process
+// outlives hangBound.
 func hermeticRun(t *testing.T, dir string, args ...string) result {
 	t.Helper()
-	home := t.TempDir()
 	cmd := exec.Command(hostBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
-		"XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_STATE_HOME="+filepath.Join(home, "state"),
-		"WEIR_TEST_KEY=sk-hang-test-secret-0123456789")
+	cmd.Env = hostEnv("WEIR_TEST_KEY=sk-hang-test-secret-0123456789")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(hangBound):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("host %s still running after %s: it hangs\nstderr: %s", strings.Join(args, " "), hangBound, errb.String())
-	}
+	err := waitExit(t, cmd, hangBound)
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -105,4 +96,48 @@ func TestRunStopsAnEndlessReply(t *testing.T) {
 	require.Contains(t, r.stderr, "maxResponseMiB")
 	require.Len(t, srv.Requests(), 1, "a response over the cap is not retried")
 	requireResumable(t, srv, dir, file)
+}
+
+// TestCtrlCDuringAStreamThatNeverEnds: Ctrl-C ends a run whose server
+// keeps the stream open (keep-alives only, or content without end) long
+// before any configured bound would, with status 130, and the session
+// resumes.
+func TestCtrlCDuringAStreamThatNeverEnds(t *testing.T) {
+	cases := []struct {
+		name  string
+		reply llmtest.Reply
+	}{
+		{"keep-alives", llmtest.Reply{Chunks: []string{llmtest.Role(), llmtest.Text("Partial")}, End: llmtest.EndKeepAlive, Tick: 50 * time.Millisecond}},
+		{"endless content", llmtest.Reply{Chunks: []string{llmtest.Role(), llmtest.Text("Partial"), llmtest.Text(" more")}, End: llmtest.EndRepeat, Gap: 20 * time.Millisecond}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t)
+			dir := t.TempDir()
+			file := filepath.Join(dir, "s.jsonl")
+			srv.Push(c.reply)
+			cmd := exec.Command(hostBin, runArgs(srv.URL(), "--session", file, "hi")...)
+			cmd.Dir = dir
+			cmd.Env = hostEnv("WEIR_TEST_KEY=sk-hang-test-secret-0123456789")
+			stdout, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			require.NoError(t, cmd.Start())
+			br := bufio.NewReader(stdout)
+			seen := ""
+			for !strings.Contains(seen, "Partial") {
+				b, err := br.ReadByte()
+				require.NoError(t, err, "stdout so far: %q", seen)
+				seen += string(b)
+			}
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+			go func() { br.WriteTo(io.Discard) }()
+			err = waitExit(t, cmd, hangBound)
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+			require.Equal(t, 130, ee.ExitCode(), "stderr: %s", stderr.String())
+			requireResumable(t, srv, dir, file)
+		})
+	}
 }
