@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/llm/llmtest"
 )
 
 // hostBin is the command built once for every test.
@@ -407,4 +408,55 @@ func TestJSONLogsStayOnStderr(t *testing.T) {
 	}
 	require.Positive(t, logs, "debug logs were written")
 	require.NotContains(t, r.stdout, `"@level"`, "logs never mix into standard output")
+}
+
+// TestCompactionBudgetByConfiguration: a compaction plugin that calls
+// summarize in a loop, loaded and bounded by weir.yaml alone, makes exactly
+// the configured number of model calls in one "host compact"; the command
+// fails naming the key, the failure and every call are in the log, and the
+// session goes on.
+func TestCompactionBudgetByConfiguration(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	dir := t.TempDir()
+	loop := buildGuest(t, "./host/provider/testdata/summarize-loop", dir)
+	conf := filepath.Join(dir, "looper.yaml") // for compact only: run uses the defaults
+	writeFile(t, conf, `sandbox:
+  compaction:
+    maxSummarizeCalls: 3
+plugins:
+  - name: compaction-basic
+    enabled: false
+  - name: looper
+    path: `+loop+`
+    role: compaction
+    config: {"calls": 1000, "ignoreErrors": true}
+`)
+	file := filepath.Join(dir, "s.jsonl")
+	srv.Push(llmtest.TextReply(20, 3, "Hello."))
+	r := runHost(t, dir, "", "run", "--base-url", srv.URL(), "--provider", "test", "--model", "m", "--session", file, "hi")
+	require.Equal(t, 0, r.code, r.stderr)
+	before := len(srv.Requests())
+	for range 3 { // a fourth call would find no reply and still be counted
+		srv.Push(llmtest.TextReply(20, 3, "A summary."))
+	}
+	r = runHost(t, dir, "", "compact", "--config", conf, "--base-url", srv.URL(), "--provider", "test", "--model", "m", file)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "sandbox.compaction.maxSummarizeCalls")
+	require.Equal(t, 3, len(srv.Requests())-before, "model calls the compaction made")
+
+	out := runHost(t, dir, "", "inspect", "--json", file)
+	require.Equal(t, 0, out.code, out.stderr)
+	var in inspectJSON
+	require.NoError(t, json.Unmarshal([]byte(out.stdout), &in))
+	require.Len(t, in.Failures, 1)
+	require.Equal(t, "looper", in.Failures[0].Plugin)
+	require.Len(t, in.Calls, 1)
+	require.Equal(t, "looper", in.Calls[0].Plugin)
+	require.Equal(t, 3, in.Calls[0].Calls)
+	require.Equal(t, "system", in.Surface[0].Role, "node 0 is still the system prompt")
+
+	srv.Push(llmtest.TextReply(20, 3, "Still here."))
+	r = runHost(t, dir, "", "run", "--base-url", srv.URL(), "--provider", "test", "--model", "m", "--session", file, "again")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Still here.")
 }
