@@ -42,6 +42,11 @@ import (
 // MaxRead bounds what read_file returns.
 const MaxRead = 64 << 10
 
+// MaxEntries bounds how many entries list_files returns; a larger folder is
+// listed by the first MaxEntries names in order and a line saying how many
+// more there are. The folder is still read whole, a batch at a time.
+const MaxEntries = 1000
+
 // Tools returns the built-in tools confined to root. now is the clock
 // (time.Now when nil).
 func Tools(root string, now func() time.Time) []host.Tool {
@@ -208,6 +213,9 @@ func listFiles(ctx context.Context, root, args string) (string, error) {
 		}
 	}
 	sort.Strings(names)
+	if n := len(names) - MaxEntries; n > 0 {
+		names = append(names[:MaxEntries], fmt.Sprintf("[%d more entries not listed]", n))
+	}
 	return strings.Join(names, "\n"), nil
 }
 

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,4 +57,20 @@ func TestToolsStayInsideTheRoot(t *testing.T) {
 	out, err := tool(t, tools, "read_file").Run(ctx, `{"path":"big.txt"}`)
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(surface.TextOf(out), "[truncated at 64 KiB]"))
+}
+
+func TestListFilesIsCapped(t *testing.T) {
+	root := t.TempDir()
+	big := filepath.Join(root, "big")
+	require.NoError(t, os.Mkdir(big, 0o755))
+	for i := range MaxEntries + 5 {
+		require.NoError(t, os.WriteFile(filepath.Join(big, fmt.Sprintf("f%05d", i)), nil, 0o644))
+	}
+	out, err := tool(t, Tools(root, nil), "list_files").Run(context.Background(), `{"path":"big"}`)
+	require.NoError(t, err)
+	lines := strings.Split(surface.TextOf(out), "\n")
+	require.Len(t, lines, MaxEntries+1)
+	require.Equal(t, "f00000", lines[0])
+	require.Equal(t, fmt.Sprintf("f%05d", MaxEntries-1), lines[MaxEntries-1])
+	require.Equal(t, "[5 more entries not listed]", lines[MaxEntries])
 }

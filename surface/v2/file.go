@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"github.com/weirhost/weir/surface/internal/atomicfile"
+	"github.com/weirhost/weir/surface/internal/regular"
 	"io"
 	"io/fs"
 	"os"
@@ -49,7 +50,7 @@ func ConvertFile(in, out string, opts ...FileOption) error {
 	for _, fn := range opts {
 		fn(&o)
 	}
-	src, err := os.Open(in)
+	src, err := regular.Open(in, os.O_RDONLY, "a format-v2 session log")
 	if err != nil {
 		return err
 	}

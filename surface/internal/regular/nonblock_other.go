@@ -1,7 +1,7 @@
 //go:build !unix
 
-package jsonl
+package regular
 
-// openFlags are added to every open of a session file; only Unix needs
+// openFlags are added to every open; only Unix needs
 // O_NONBLOCK to open a named pipe without blocking.
 const openFlags = 0
