@@ -21,7 +21,7 @@ func FuzzStreamRecord(f *testing.F) {
 	f.Add(`{"choices":{"index":0},"usage":{"prompt_tokens":"x"}}` + "\n" + `{"choices":[{"index":0,"delta":{"content":[{"text":"a"},{"type":"x"},7]}}]}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		a := &assembler{}
-		rec := newRecorder()
+		rec := newRecorder(APIOpenAI)
 		for i, line := range strings.Split(in, "\n") {
 			name := ""
 			if i%5 == 4 {

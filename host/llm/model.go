@@ -78,7 +78,8 @@ const (
 	FinishContentFilter FinishReason = "content-filter"
 )
 
-// finishOf maps an OpenAI-compatible finish_reason to a FinishReason.
+// finishOf maps an OpenAI-compatible finish_reason, an Anthropic
+// stop_reason or a Gemini finishReason to a FinishReason.
 func finishOf(raw string) FinishReason {
 	switch raw {
 	case "stop", "end_turn", "stop_sequence":
@@ -87,8 +88,12 @@ func finishOf(raw string) FinishReason {
 		return FinishMaxTokens
 	case "tool_calls", "function_call", "tool_use":
 		return FinishToolCalls
-	case "content_filter":
+	case "content_filter", "refusal", "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
 		return FinishContentFilter
+	case "STOP":
+		return FinishStop
+	case "MAX_TOKENS":
+		return FinishMaxTokens
 	}
 	return FinishReason(raw)
 }
