@@ -165,6 +165,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 	if req == nil {
 		return nil, &Error{Code: CodeBadRequest, What: "no request was given", Hint: "this is a bug in the caller"}
 	}
+	if req.API != "" && req.API != c.api {
+		return nil, &Error{Code: CodeBadRequest, Provider: req.Config.Provider,
+			What: fmt.Sprintf("the request was built for the %s API but this client speaks %s", req.API, c.api),
+			Hint: "send it through a client of its API"}
+	}
 	body, err := Encode(c.api, req)
 	if err != nil {
 		return nil, &Error{Code: CodeBadRequest, Provider: req.Config.Provider, What: "the request cannot be encoded for the " + string(c.api) + " API", Hint: "this is a bug in the request builder, or the history holds content this API cannot carry", Err: err}

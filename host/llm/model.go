@@ -17,7 +17,15 @@ type Request struct {
 	Messages  []*surface.Message
 	Tools     []jsontext.Value
 	SessionID string
+	// API is the API whose adapter sent the request, when known: a
+	// request rebuilt from a log takes it from the attempt's stream
+	// record. "" leaves it to the model: a Client encodes for its own
+	// API and refuses a request that names another.
+	API API
 }
+
+// Body returns the exact wire body of r for r.API ("" is APIOpenAI).
+func (r *Request) Body() ([]byte, error) { return Encode(r.API, r) }
 
 // Model streams one reply.
 //
