@@ -227,7 +227,9 @@ func statusError(provider string, status int, h http.Header, body []byte, now ti
 	msg, code := providerMessage(body)
 	e := &Error{Provider: provider, Status: status, Detail: shorten(msg)}
 	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized || status == http.StatusForbidden,
+		// Gemini refuses a wrong key with 400 INVALID_ARGUMENT.
+		status == http.StatusBadRequest && strings.Contains(strings.ToLower(msg), "api key not valid"):
 		e.Code, e.What = CodeAuth, "the provider rejected the API key"
 		e.Hint = "check the API key configured for this provider and that it may use this model"
 	case status == http.StatusPaymentRequired:
