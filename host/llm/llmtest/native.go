@@ -120,6 +120,12 @@ func GeminiChunk(json string) string { return "data: " + json + "\r\n\r\n" }
 // objects), finishReason when not empty and usage (a usageMetadata object)
 // when not empty.
 func GeminiParts(finish, usage string, parts ...string) string {
+	return GeminiResponse("resp-llmtest", finish, usage, parts...)
+}
+
+// GeminiResponse is GeminiParts with the given responseId (the client
+// names the calls of a reply "<responseId>-<n>").
+func GeminiResponse(responseID, finish, usage string, parts ...string) string {
 	var b strings.Builder
 	b.WriteString(`{"candidates":[{"content":{"parts":[`)
 	b.WriteString(strings.Join(parts, ","))
@@ -131,7 +137,7 @@ func GeminiParts(finish, usage string, parts ...string) string {
 	if usage != "" {
 		b.WriteString(`,"usageMetadata":` + usage)
 	}
-	b.WriteString(`,"modelVersion":"gemini-llmtest","responseId":"resp-llmtest"}`)
+	b.WriteString(`,"modelVersion":"gemini-llmtest","responseId":` + quote(responseID) + `}`)
 	return GeminiChunk(b.String())
 }
 
