@@ -53,6 +53,40 @@ func TestRunAgainstLoopbackServer(t *testing.T) {
 	require.NotContains(t, string(out), "sk-live-test-secret")
 }
 
+// TestRunAgainstNativeAPIs runs one turn through the Anthropic and Gemini
+// adapters: the key travels in the API's header, and "host request"
+// prints the exact body each server received.
+func TestRunAgainstNativeAPIs(t *testing.T) {
+	for _, tc := range []struct {
+		api, header string
+		reply       llmtest.Reply
+	}{
+		{"anthropic", "X-Api-Key", llmtest.AnthropicText(20, 3, "Hello ", "from ", "Messages.")},
+		{"gemini", "X-Goog-Api-Key", llmtest.GeminiText(20, 3, "Hello ", "from ", "Gemini.")},
+	} {
+		t.Run(tc.api, func(t *testing.T) {
+			srv := llmtest.NewServerFor(t, tc.api)
+			dir := t.TempDir()
+			file := filepath.Join(dir, "s.jsonl")
+			srv.Push(tc.reply)
+			out, err := liveCmd(t, dir, srv.URL(), "--api", tc.api, "--session", file, "hi").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Contains(t, string(out), "assistant: Hello from ")
+			reqs := srv.Requests()
+			require.Len(t, reqs, 1)
+			require.Equal(t, "sk-live-test-secret-0123456789", reqs[0].Header.Get(tc.header))
+			require.Empty(t, reqs[0].Header.Get("Authorization"))
+			r := runHost(t, dir, "", "request", file, "--at", seqOf(t, file, `"type":"assistant/message"`))
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, string(reqs[0].Body)+"\n", r.stdout)
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			require.NotContains(t, string(raw), "sk-live-test-secret")
+			require.Contains(t, string(raw), `"api":"`+tc.api+`"`, "the stream record names its API")
+		})
+	}
+}
+
 func TestRunCancelledMidStreamThenResumed(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
