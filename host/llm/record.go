@@ -17,7 +17,13 @@ const StreamVersion = 1
 
 // The stream record is the compact, timed, lossless form of one attempt's
 // provider stream, stored in assistant/message.stream and
-// assistant/attempt.stream. A streamed reply:
+// assistant/attempt.stream. The format is the same for every API: an
+// attempt of the Anthropic or Gemini adapter has "api":"anthropic" or
+// "api":"gemini" right after "v" (none means the OpenAI-compatible
+// protocol), and its chunks are that API's payloads (Anthropic's with
+// their event names); "done" is then the time of message_stop (Anthropic)
+// or of the end of the stream after a finishReason (Gemini). A streamed
+// reply:
 //
 //	{"v":1,"chunks":[[<ms>,<chunk>],[<ms>,<chunk>,"<event>"],...],"done":<ms>}
 //
@@ -36,9 +42,10 @@ const StreamVersion = 1
 // Content-Type, X-Request-Id) and "body" (compacted) are present only for a
 // non-2xx response. "error" is present when the attempt failed: it is how
 // the attempt ended, as the client reported it; a broken stream has both
-// "chunks" and "error". Members appear in the order v, status, headers,
-// body, chunks, done, error, each only when it has a value. The API key
-// never appears: it is replaced by "[redacted]" wherever a server echoed it.
+// "chunks" and "error". Members appear in the order v, api, status,
+// headers, body, chunks, done, error, each only when it has a value. The
+// API key never appears: it is replaced by "[redacted]" wherever a server
+// echoed it.
 type recorder struct {
 	b      []byte
 	chunks int
