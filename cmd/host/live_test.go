@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm/llmtest"
 )
 
@@ -57,12 +59,14 @@ func TestRunAgainstLoopbackServer(t *testing.T) {
 // adapters: the key travels in the API's header, and "host request"
 // prints the exact body each server received.
 func TestRunAgainstNativeAPIs(t *testing.T) {
+	measured := map[string]host.Measurement{}
 	for _, tc := range []struct {
 		api, header string
 		reply       llmtest.Reply
 	}{
-		{"anthropic", "X-Api-Key", llmtest.AnthropicText(20, 3, "Hello ", "from ", "Messages.")},
-		{"gemini", "X-Goog-Api-Key", llmtest.GeminiText(20, 3, "Hello ", "from ", "Gemini.")},
+		{"openai", "Authorization", llmtest.TextReply(250, 8, "Hello ", "from ", "the server.")},
+		{"anthropic", "X-Api-Key", llmtest.AnthropicText(250, 8, "Hello ", "from ", "the server.")},
+		{"gemini", "X-Goog-Api-Key", llmtest.GeminiText(250, 8, "Hello ", "from ", "the server.")},
 	} {
 		t.Run(tc.api, func(t *testing.T) {
 			srv := llmtest.NewServerFor(t, tc.api)
@@ -74,16 +78,43 @@ func TestRunAgainstNativeAPIs(t *testing.T) {
 			require.Contains(t, string(out), "assistant: Hello from ")
 			reqs := srv.Requests()
 			require.Len(t, reqs, 1)
-			require.Equal(t, "sk-live-test-secret-0123456789", reqs[0].Header.Get(tc.header))
-			require.Empty(t, reqs[0].Header.Get("Authorization"))
+			require.Equal(t, "sk-live-test-secret-0123456789", strings.TrimPrefix(reqs[0].Header.Get(tc.header), "Bearer "))
+			if tc.api != "openai" {
+				require.Empty(t, reqs[0].Header.Get("Authorization"))
+			}
 			r := runHost(t, dir, "", "request", file, "--at", seqOf(t, file, `"type":"assistant/message"`))
 			require.Equal(t, 0, r.code, r.stderr)
 			require.Equal(t, string(reqs[0].Body)+"\n", r.stdout)
 			raw, err := os.ReadFile(file)
 			require.NoError(t, err)
 			require.NotContains(t, string(raw), "sk-live-test-secret")
-			require.Contains(t, string(raw), `"api":"`+tc.api+`"`, "the stream record names its API")
+			if tc.api != "openai" {
+				require.Contains(t, string(raw), `"api":"`+tc.api+`"`, "the stream record names its API")
+			}
+
+			// The meter anchors on the provider's usage (250 input + 8
+			// output, in the API's own fields) and reports the heuristic
+			// estimate's error against it, the same whatever the API.
+			in := runHost(t, dir, "", "inspect", "--json", file)
+			require.Equal(t, 0, in.code, in.stderr)
+			var got inspectJSON
+			require.NoError(t, json.Unmarshal([]byte(in.stdout), &got))
+			require.NotNil(t, got.Tokens)
+			require.Equal(t, "heuristic", got.Tokens.Tokenizer)
+			require.Equal(t, "usage", got.Tokens.Baseline)
+			require.Equal(t, int64(258), got.Tokens.BaselineTokens)
+			require.NotNil(t, got.Tokens.EstimateError)
+			require.NotZero(t, *got.Tokens.EstimateError)
+			m := *got.Tokens
+			m.Nodes, m.LogRevision = nil, 0
+			measured[tc.api] = m
 		})
+	}
+	require.Len(t, measured, 3)
+	for _, api := range []string{"anthropic", "gemini"} {
+		require.Equal(t, measured["openai"].TotalTokens, measured[api].TotalTokens, api)
+		require.Equal(t, *measured["openai"].EstimateError, *measured[api].EstimateError, api)
+		require.Equal(t, measured["openai"].Breakdown, measured[api].Breakdown, api)
 	}
 }
 
