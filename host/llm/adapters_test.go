@@ -460,3 +460,18 @@ func TestEncodeGemini(t *testing.T) {
 		require.ErrorContains(t, err, `answers call "gone", which no earlier message makes`)
 	})
 }
+
+// TestAnthropicWholeMessage reads a server that answered with one
+// non-streamed Message.
+func TestAnthropicWholeMessage(t *testing.T) {
+	c, srv := newAPIClient(t, APIAnthropic, nil)
+	srv.Push(llmtest.Reply{Body: []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[` +
+		`{"type":"text","text":"Reading."},{"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"a"}}],` +
+		`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":9,"cache_read_input_tokens":4,"output_tokens":6}}`)})
+	res, err := c.Stream(context.Background(), simpleRequest("p"), nil)
+	require.NoError(t, err)
+	require.Equal(t, []surface.Block{surface.Text("Reading."), surface.ToolCall("toolu_1", "read", `{"path":"a"}`)}, res.Content)
+	require.Equal(t, &surface.Usage{Input: 9, CacheRead: 4, Output: 6}, res.Usage)
+	require.Equal(t, FinishToolCalls, res.FinishReason)
+	requireReassembles(t, res)
+}

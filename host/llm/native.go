@@ -85,6 +85,18 @@ type anthropicEvent struct {
 	} `json:"delta"`
 	Usage *anthropicUsage `json:"usage"`
 	Error jsontext.Value  `json:"error"`
+	// Content and StopReason are those of a whole Message, the body of a
+	// server that answered without streaming.
+	Content []struct {
+		Type      string         `json:"type"`
+		Text      string         `json:"text"`
+		Thinking  string         `json:"thinking"`
+		Signature string         `json:"signature"`
+		ID        string         `json:"id"`
+		Name      string         `json:"name"`
+		Input     jsontext.Value `json:"input"`
+	} `json:"content"`
+	StopReason string `json:"stop_reason"`
 }
 
 // anthropic folds one event of the Messages stream: message_start
@@ -107,6 +119,30 @@ func (a *assembler) anthropic(p []byte, name string) {
 		typ = ev.Type
 	}
 	switch typ {
+	case "message":
+		// A whole Message: the server ignored stream:true.
+		for i, b := range ev.Content {
+			switch b.Type {
+			case "text":
+				a.block(i, DeltaText)
+				a.text(DeltaText, b.Text)
+			case "thinking":
+				a.block(i, DeltaReasoning)
+				a.text(DeltaReasoning, b.Thinking)
+				a.parts[len(a.parts)-1].sig = b.Signature
+			case "tool_use":
+				n := i
+				a.tool(&toolDelta{Index: &n, ID: b.ID, Name: b.Name, Arguments: textField{s: string(argumentsObject(string(b.Input))), set: true}})
+			}
+		}
+		if ev.Usage != nil {
+			a.anthropicUsage(ev.Usage)
+		}
+		if ev.StopReason != "" {
+			a.finish, a.finished = ev.StopReason, true
+		}
+		a.stopped = true
+		a.progress++
 	case "message_start":
 		if ev.Message != nil && ev.Message.Usage != nil {
 			a.anthropicUsage(ev.Message.Usage)
