@@ -64,9 +64,16 @@ func TestRunAgainstNativeAPIs(t *testing.T) {
 		api, header string
 		reply       llmtest.Reply
 	}{
-		{"openai", "Authorization", llmtest.TextReply(250, 8, "Hello ", "from ", "the server.")},
-		{"anthropic", "X-Api-Key", llmtest.AnthropicText(250, 8, "Hello ", "from ", "the server.")},
-		{"gemini", "X-Goog-Api-Key", llmtest.GeminiText(250, 8, "Hello ", "from ", "the server.")},
+		// 250 input tokens of which 100 cached, and 8 output, each in
+		// the API's own fields: OpenAI and Gemini count the cache inside
+		// the prompt figure, Anthropic beside input_tokens.
+		{"openai", "Authorization", llmtest.Stream(llmtest.Role(), llmtest.Text("Hello "), llmtest.Text("from the server."),
+			llmtest.Finish("stop"), llmtest.Usage(250, 8, 100, 0))},
+		{"anthropic", "X-Api-Key", llmtest.AnthropicStream(llmtest.MessageStart(150, 100, 0), llmtest.TextStart(0),
+			llmtest.TextDelta(0, "Hello "), llmtest.TextDelta(0, "from the server."), llmtest.BlockStop(0),
+			llmtest.MessageDelta("end_turn", 8), llmtest.MessageStop())},
+		{"gemini", "X-Goog-Api-Key", llmtest.GeminiStream(llmtest.GeminiParts("", "", llmtest.GeminiTextPart("Hello ")),
+			llmtest.GeminiParts("STOP", llmtest.GeminiUsage(250, 100, 8, 0), llmtest.GeminiTextPart("from the server.")))},
 	} {
 		t.Run(tc.api, func(t *testing.T) {
 			srv := llmtest.NewServerFor(t, tc.api)
@@ -88,12 +95,13 @@ func TestRunAgainstNativeAPIs(t *testing.T) {
 			raw, err := os.ReadFile(file)
 			require.NoError(t, err)
 			require.NotContains(t, string(raw), "sk-live-test-secret")
+			require.Contains(t, string(raw), `"usage":{"inputTokens":150,"outputTokens":8,"cacheReadTokens":100}`)
 			if tc.api != "openai" {
 				require.Contains(t, string(raw), `"api":"`+tc.api+`"`, "the stream record names its API")
 			}
 
-			// The meter anchors on the provider's usage (250 input + 8
-			// output, in the API's own fields) and reports the heuristic
+			// The meter anchors on the provider's usage (150 uncached +
+			// 100 cached input + 8 output) and reports the heuristic
 			// estimate's error against it, the same whatever the API.
 			in := runHost(t, dir, "", "inspect", "--json", file)
 			require.Equal(t, 0, in.code, in.stderr)
