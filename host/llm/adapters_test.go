@@ -431,7 +431,7 @@ func TestEncodeGemini(t *testing.T) {
 		`{"text":"<system>\nnow be verbose\n</system>"}]},` +
 		`{"role":"model","parts":[{"text":"done"}]},` +
 		`{"role":"user","parts":[{"text":"thanks"}]}],` +
-		`"tools":[{"functionDeclarations":[{"name":"echo","description":"Echo text.","parameters":{"type":"object","properties":{"text":{"type":"string"}}}}]}],` +
+		`"tools":[{"functionDeclarations":[{"name":"echo","description":"Echo text.","parametersJsonSchema":{"type":"object","properties":{"text":{"type":"string"}}}}]}],` +
 		`"generationConfig":{"temperature":0.5,"stopSequences":["END"]}}`
 	body, err := EncodeGemini(nativeRequest())
 	require.NoError(t, err)

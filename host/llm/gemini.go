@@ -11,10 +11,13 @@ import (
 // EncodeGemini returns the exact body of the streamGenerateContent call for
 // req, a pure function of req (the model is in the URL, not the body).
 // Members, in this order: systemInstruction (when the head message is a
-// system message with text), contents, tools (when any, one
-// {"functionDeclarations":[...]} entry), generationConfig (when the config
-// sets temperature, maxTokens or stop: temperature, maxOutputTokens,
-// stopSequences). The config's reasoningEffort is not sent.
+// system message with text), contents, tools (when any: one
+// {"functionDeclarations":[...]} entry, each {name, description,
+// parametersJsonSchema}: tool schemas are JSON Schema, which that member
+// takes as is, where "parameters" takes only an OpenAPI subset),
+// generationConfig (when the config sets temperature, maxTokens or stop:
+// temperature, maxOutputTokens, stopSequences). The config's
+// reasoningEffort is not sent.
 //
 // Node 0: a leading system message becomes systemInstruction {parts:
 // [{text}]}; an empty head sends none. A later system message is sent at
@@ -96,7 +99,7 @@ func EncodeGemini(req *Request) ([]byte, error) {
 				w.raw(`,"description":`)
 				w.str(*d.description)
 			}
-			w.raw(`,"parameters":`)
+			w.raw(`,"parametersJsonSchema":`)
 			w.b = append(w.b, d.params...)
 			w.raw(`}`)
 		}
