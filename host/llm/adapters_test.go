@@ -402,10 +402,12 @@ func TestEncodeAnthropic(t *testing.T) {
 
 	t.Run("empty head sends no system; tools then carry the first breakpoint", func(t *testing.T) {
 		req := nativeRequest()
-		req.Messages[0] = msg("s", surface.RoleSystem)
+		req.Messages[0] = msg("s", surface.RoleSystem, surface.Text(""))
+		req.Messages[6] = msg("s2", surface.RoleSystem, surface.Text(" "))
 		body, err := EncodeAnthropic(req)
 		require.NoError(t, err)
 		require.NotContains(t, string(body), `"system"`)
+		require.NotContains(t, string(body), `<system>`, "an empty later system message sends nothing")
 		require.Contains(t, string(body), `"properties":{"text":{"type":"string"}}}`+mark+`}]`)
 		require.Equal(t, 3, strings.Count(string(body), "cache_control"))
 	})

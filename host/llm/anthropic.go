@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -254,7 +255,7 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 	}
 	switch m.Role {
 	case surface.RoleSystem:
-		if text, ok := joinText(m.Content); ok {
+		if text, ok := joinText(m.Content); ok && strings.TrimSpace(text) != "" {
 			add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(laterSystemText(text)); w.raw(`}`) })
 		}
 		return "user", out, err

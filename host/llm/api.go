@@ -115,13 +115,15 @@ func endpointHint(api API) string {
 	return "the client appends /chat/completions"
 }
 
-// isSystemHead reports whether msgs starts with a system message.
+// systemHead returns the text of the request's leading system message; ok
+// is false when there is none or it has no text (the native slot takes no
+// empty text), and rest is the index of the first history message.
 func systemHead(req *Request) (text string, ok bool, rest int) {
 	if len(req.Messages) == 0 || req.Messages[0] == nil || req.Messages[0].Role != "system" {
 		return "", false, 0
 	}
 	text, ok = joinText(req.Messages[0].Content)
-	return text, ok, 1
+	return text, ok && text != "", 1
 }
 
 // laterSystemText is how a system message after the head reaches an API

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/weirhost/weir/surface"
 )
@@ -138,7 +139,7 @@ func geminiParts(m *surface.Message, names map[string]string) (role string, out 
 	text := func(s string) { add(func(w *writer) { w.raw(`{"text":`); w.str(s); w.raw(`}`) }) }
 	switch m.Role {
 	case surface.RoleSystem:
-		if t, ok := joinText(m.Content); ok {
+		if t, ok := joinText(m.Content); ok && strings.TrimSpace(t) != "" {
 			text(laterSystemText(t))
 		}
 		return "user", out, err
