@@ -477,3 +477,20 @@ func TestAnthropicWholeMessage(t *testing.T) {
 	require.Equal(t, FinishToolCalls, res.FinishReason)
 	requireReassembles(t, res)
 }
+
+// TestGeminiJSONArrayBody reads a server that answered with the JSON array
+// streamGenerateContent returns without alt=sse.
+func TestGeminiJSONArrayBody(t *testing.T) {
+	c, srv := newAPIClient(t, APIGemini, nil)
+	chunk := func(s string) string {
+		return strings.TrimSpace(strings.TrimPrefix(s, "data: "))
+	}
+	srv.Push(llmtest.Reply{Body: []byte("[" + chunk(llmtest.GeminiParts("", "", llmtest.GeminiTextPart("Hel"))) + ",\n" +
+		chunk(llmtest.GeminiParts("STOP", llmtest.GeminiUsage(7, 0, 2, 0), llmtest.GeminiTextPart("lo"))) + "]")})
+	res, err := c.Stream(context.Background(), simpleRequest("p"), nil)
+	require.NoError(t, err)
+	require.Equal(t, []surface.Block{surface.Text("Hello")}, res.Content)
+	require.Equal(t, &surface.Usage{Input: 7, Output: 2}, res.Usage)
+	require.Equal(t, FinishStop, res.FinishReason)
+	requireReassembles(t, res)
+}

@@ -277,8 +277,20 @@ type geminiChunk struct {
 // text, whole functionCalls), its finishReason, and usageMetadata (each
 // chunk's replaces the last). A chunk {"error":{...}} fails the stream.
 // A functionCall without an id gets "<responseId>-<n>" (or "call_<n>"),
-// n its position among the reply's calls.
+// n its position among the reply's calls. A JSON array of chunks (the
+// body without alt=sse) is read chunk by chunk.
 func (a *assembler) gemini(p []byte) {
+	if jsontext.Value(p).Kind() == '[' {
+		// The array a server sends for streamGenerateContent without
+		// alt=sse: the chunks in one JSON body.
+		var all []jsontext.Value
+		if json.Unmarshal(p, &all, lenient) == nil {
+			for _, c := range all {
+				a.gemini(c)
+			}
+		}
+		return
+	}
 	var c geminiChunk
 	if json.Unmarshal(p, &c, lenient) != nil {
 		return
