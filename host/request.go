@@ -3,6 +3,8 @@ package host
 import (
 	"fmt"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
 )
@@ -42,6 +44,10 @@ func cloneBlocks(bs []surface.Block) []surface.Block {
 	return out
 }
 
+// The rebuilt requests carry the API of their attempt (llm.Request.API,
+// from the settlement's stream record), so req.Body() is the exact body
+// that adapter sent.
+
 // RequestAt rebuilds the request that was dispatched for the attempt that
 // seq belongs to. seq may name the attempt's request/header or
 // request/context, or its settlement (assistant/message or
@@ -56,7 +62,12 @@ func RequestAt(events []surface.Event, seq int64, sessionID string) (*llm.Reques
 	switch events[seq].Type {
 	case surface.TypeRequestHeader, surface.TypeRequestContext, surface.TypeAssistantMessage, surface.TypeAssistantAttempt:
 	case TypePluginCall:
-		return CallRequest(events, seq, sessionID)
+		r, err := CallRequest(events, seq, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		r.API = nearestAPI(events, seq)
+		return r, nil
 	default:
 		return nil, fmt.Errorf("seq %d is a %s event: name a request/header, request/context, assistant/message, assistant/attempt or %s", seq, events[seq].Type, TypePluginCall)
 	}
@@ -74,7 +85,45 @@ func RequestAt(events []surface.Event, seq int64, sessionID string) (*llm.Reques
 	if err != nil {
 		return nil, err
 	}
-	return BuildRequest(l, sessionID)
+	r, err := BuildRequest(l, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	r.API = apiOf(events[at])
+	return r, nil
+}
+
+// apiOf returns the API of the attempt a settlement event records: its
+// stream record's "api" member, "" (the OpenAI-compatible protocol) when
+// the record names none or there is no record.
+func apiOf(e surface.Event) llm.API {
+	var d struct {
+		Stream struct {
+			API llm.API `json:"api"`
+		} `json:"stream"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return ""
+	}
+	return d.Stream.API
+}
+
+// nearestAPI is the API of the settlement nearest before seq, else the
+// first after it: a plugin's model call (a compaction's summarization) goes
+// through the conversation's model, and its plugin/call event records no
+// stream.
+func nearestAPI(events []surface.Event, seq int64) llm.API {
+	for i := seq; i >= 0; i-- {
+		if settles(events[i].Type) {
+			return apiOf(events[i])
+		}
+	}
+	for i := seq + 1; i < int64(len(events)); i++ {
+		if settles(events[i].Type) {
+			return apiOf(events[i])
+		}
+	}
+	return ""
 }
 
 func settles(typ string) bool {
@@ -93,6 +142,7 @@ func Requests(events []surface.Event, sessionID string) (map[int64]*llm.Request,
 			if err != nil {
 				return nil, nil, err
 			}
+			r.API = apiOf(events[i])
 			out[events[i].Seq] = r
 			order = append(order, events[i].Seq)
 		}

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm/llmtest"
 )
 
@@ -51,6 +53,77 @@ func TestRunAgainstLoopbackServer(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, string(out), "AUTH")
 	require.NotContains(t, string(out), "sk-live-test-secret")
+}
+
+// TestRunAgainstNativeAPIs runs one turn through the Anthropic and Gemini
+// adapters: the key travels in the API's header, and "host request"
+// prints the exact body each server received.
+func TestRunAgainstNativeAPIs(t *testing.T) {
+	measured := map[string]host.Measurement{}
+	for _, tc := range []struct {
+		api, header string
+		reply       llmtest.Reply
+	}{
+		// 250 input tokens of which 100 cached, and 8 output, each in
+		// the API's own fields: OpenAI and Gemini count the cache inside
+		// the prompt figure, Anthropic beside input_tokens.
+		{"openai", "Authorization", llmtest.Stream(llmtest.Role(), llmtest.Text("Hello "), llmtest.Text("from the server."),
+			llmtest.Finish("stop"), llmtest.Usage(250, 8, 100, 0))},
+		{"anthropic", "X-Api-Key", llmtest.AnthropicStream(llmtest.MessageStart(150, 100, 0), llmtest.TextStart(0),
+			llmtest.TextDelta(0, "Hello "), llmtest.TextDelta(0, "from the server."), llmtest.BlockStop(0),
+			llmtest.MessageDelta("end_turn", 8), llmtest.MessageStop())},
+		{"gemini", "X-Goog-Api-Key", llmtest.GeminiStream(llmtest.GeminiParts("", "", llmtest.GeminiTextPart("Hello ")),
+			llmtest.GeminiParts("STOP", llmtest.GeminiUsage(250, 100, 8, 0), llmtest.GeminiTextPart("from the server.")))},
+	} {
+		t.Run(tc.api, func(t *testing.T) {
+			srv := llmtest.NewServerFor(t, tc.api)
+			dir := t.TempDir()
+			file := filepath.Join(dir, "s.jsonl")
+			srv.Push(tc.reply)
+			out, err := liveCmd(t, dir, srv.URL(), "--api", tc.api, "--session", file, "hi").CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Contains(t, string(out), "assistant: Hello from ")
+			reqs := srv.Requests()
+			require.Len(t, reqs, 1)
+			require.Equal(t, "sk-live-test-secret-0123456789", strings.TrimPrefix(reqs[0].Header.Get(tc.header), "Bearer "))
+			if tc.api != "openai" {
+				require.Empty(t, reqs[0].Header.Get("Authorization"))
+			}
+			r := runHost(t, dir, "", "request", file, "--at", seqOf(t, file, `"type":"assistant/message"`))
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, string(reqs[0].Body)+"\n", r.stdout)
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			require.NotContains(t, string(raw), "sk-live-test-secret")
+			require.Contains(t, string(raw), `"usage":{"inputTokens":150,"outputTokens":8,"cacheReadTokens":100}`)
+			if tc.api != "openai" {
+				require.Contains(t, string(raw), `"api":"`+tc.api+`"`, "the stream record names its API")
+			}
+
+			// The meter anchors on the provider's usage (150 uncached +
+			// 100 cached input + 8 output) and reports the heuristic
+			// estimate's error against it, the same whatever the API.
+			in := runHost(t, dir, "", "inspect", "--json", file)
+			require.Equal(t, 0, in.code, in.stderr)
+			var got inspectJSON
+			require.NoError(t, json.Unmarshal([]byte(in.stdout), &got))
+			require.NotNil(t, got.Tokens)
+			require.Equal(t, "heuristic", got.Tokens.Tokenizer)
+			require.Equal(t, "usage", got.Tokens.Baseline)
+			require.Equal(t, int64(258), got.Tokens.BaselineTokens)
+			require.NotNil(t, got.Tokens.EstimateError)
+			require.NotZero(t, *got.Tokens.EstimateError)
+			m := *got.Tokens
+			m.Nodes, m.LogRevision = nil, 0
+			measured[tc.api] = m
+		})
+	}
+	require.Len(t, measured, 3)
+	for _, api := range []string{"anthropic", "gemini"} {
+		require.Equal(t, measured["openai"].TotalTokens, measured[api].TotalTokens, api)
+		require.Equal(t, *measured["openai"].EstimateError, *measured[api].EstimateError, api)
+		require.Equal(t, measured["openai"].Breakdown, measured[api].Breakdown, api)
+	}
 }
 
 func TestRunCancelledMidStreamThenResumed(t *testing.T) {

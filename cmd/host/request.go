@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/weirhost/weir/host"
-	"github.com/weirhost/weir/host/llm"
 )
 
 func init() {
@@ -31,7 +30,7 @@ func requestCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	body, err := llm.EncodeRequest(req)
+	body, err := req.Body()
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ type runOptions struct {
 // routeFlagKeys maps the selected route's flags to keys; "route." is the
 // selected route.
 var routeFlagKeys = map[string]string{
-	"model": "route.model", "provider": "route.provider", "base-url": "route.baseURL",
+	"model": "route.model", "provider": "route.provider", "api": "route.api", "base-url": "route.baseURL",
 	"api-key-env": "route.apiKeyEnv", "context-window": "route.contextWindow", "max-tokens": "route.maxTokens",
 }
 
@@ -57,7 +57,8 @@ func (o *runOptions) flags(fs *flag.FlagSet, session bool) {
 	fs.String("route", "", "route to use, a key of models (default: the configuration's model)")
 	fs.String("model", "", `the route's model name, or "offline:SCRIPT.json" for the offline scripted model`)
 	fs.String("provider", "", "the route's provider name recorded in the log; it also picks the tokenizer unless the route sets one")
-	fs.String("base-url", "", "the route's OpenAI-compatible API base; /chat/completions is appended")
+	fs.String("api", "", "the route's wire API: openai (default), anthropic or gemini")
+	fs.String("base-url", "", "the route's API base; the API's path is appended (/chat/completions, /v1/messages, /models/MODEL:streamGenerateContent)")
 	fs.String("api-key-env", "", "environment variable holding the API key (a loopback base URL needs none)")
 	fs.Int64("context-window", 0, "the route's context window in tokens")
 	fs.Int64("max-tokens", 0, "completion cap per request (0: provider default)")

@@ -22,7 +22,7 @@ func (c *Config) HostRoute(name string) (host.Route, error) {
 }
 
 // ClientConfig returns the llm client configuration of the named route:
-// its base URL, the given API key, and its attempt bounds (timeout,
+// its API, its base URL, the given API key, and its attempt bounds (timeout,
 // idleTimeout, maxResponseMiB), which the client's errors name as the
 // route's keys. log receives the client's warnings; nil means none.
 func (c *Config) ClientConfig(name string, key llm.Secret, log hclog.Logger) (llm.ClientConfig, error) {
@@ -30,7 +30,7 @@ func (c *Config) ClientConfig(name string, key llm.Secret, log hclog.Logger) (ll
 	if !ok {
 		return llm.ClientConfig{}, fmt.Errorf("config: no route named %q (routes: %s)", name, strings.Join(sortedKeys(c.Models), ", "))
 	}
-	return llm.ClientConfig{BaseURL: r.BaseURL, APIKey: key, Route: name, Timeout: r.Timeout, IdleTimeout: r.IdleTimeout,
+	return llm.ClientConfig{API: llm.API(r.API), BaseURL: r.BaseURL, APIKey: key, Route: name, Timeout: r.Timeout, IdleTimeout: r.IdleTimeout,
 		MaxResponseBytes: r.MaxResponseMiB << 20, Logger: log}, nil
 }
 

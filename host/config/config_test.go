@@ -70,17 +70,25 @@ func TestDefaultsLoadClean(t *testing.T) {
 // client configuration, defaults and a file's values alike.
 func TestClientConfig(t *testing.T) {
 	dir := setup(t, map[string]string{"weir.yaml": "models:\n  local:\n    provider: p\n    model: m\n    baseURL: http://127.0.0.1:1/v1\n" +
-		"    contextWindow: 1000\n    timeout: 90s\n    idleTimeout: 15s\n    maxResponseMiB: 2\n"})
+		"    contextWindow: 1000\n    timeout: 90s\n    idleTimeout: 15s\n    maxResponseMiB: 2\n" +
+		"  claude:\n    provider: anthropic\n    api: anthropic\n    model: claude-sonnet-4-5\n    baseURL: https://api.anthropic.com\n" +
+		"    apiKeyEnv: ANTHROPIC_API_KEY\n    contextWindow: 200000\n    maxTokens: 8192\n" +
+		"  gemini:\n    provider: google\n    api: gemini\n    model: gemini-2.5-flash\n    baseURL: https://generativelanguage.googleapis.com/v1beta\n" +
+		"    apiKeyEnv: GEMINI_API_KEY\n    contextWindow: 1048576\n"})
 	cfg, _, err := load(t, dir, nil)
 	require.NoError(t, err)
 	tests := []struct {
 		route string
 		want  llm.ClientConfig
 	}{
-		{"local", llm.ClientConfig{BaseURL: "http://127.0.0.1:1/v1", APIKey: "k", Route: "local", Timeout: 90 * time.Second,
+		{"local", llm.ClientConfig{API: llm.APIOpenAI, BaseURL: "http://127.0.0.1:1/v1", APIKey: "k", Route: "local", Timeout: 90 * time.Second,
 			IdleTimeout: 15 * time.Second, MaxResponseBytes: 2 << 20}},
-		{"deepseek", llm.ClientConfig{BaseURL: "https://api.deepseek.com", APIKey: "k", Route: "deepseek", Timeout: llm.DefaultTimeout,
+		{"deepseek", llm.ClientConfig{API: llm.APIOpenAI, BaseURL: "https://api.deepseek.com", APIKey: "k", Route: "deepseek", Timeout: llm.DefaultTimeout,
 			IdleTimeout: llm.DefaultIdleTimeout, MaxResponseBytes: llm.DefaultMaxResponseBytes}},
+		{"claude", llm.ClientConfig{API: llm.APIAnthropic, BaseURL: "https://api.anthropic.com", APIKey: "k", Route: "claude", Timeout: llm.DefaultTimeout,
+			IdleTimeout: llm.DefaultIdleTimeout, MaxResponseBytes: llm.DefaultMaxResponseBytes}},
+		{"gemini", llm.ClientConfig{API: llm.APIGemini, BaseURL: "https://generativelanguage.googleapis.com/v1beta", APIKey: "k", Route: "gemini",
+			Timeout: llm.DefaultTimeout, IdleTimeout: llm.DefaultIdleTimeout, MaxResponseBytes: llm.DefaultMaxResponseBytes}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.route, func(t *testing.T) {
@@ -91,6 +99,10 @@ func TestClientConfig(t *testing.T) {
 	}
 	_, err = cfg.ClientConfig("nope", "", nil)
 	require.ErrorContains(t, err, `no route named "nope"`)
+	// Routes on the native-slot APIs are priced by the heuristic meter
+	// unless they say otherwise: no exact tokenizer ships for them.
+	require.Equal(t, "heuristic", cfg.Models["claude"].Tokenizer)
+	require.Equal(t, "heuristic", cfg.Models["gemini"].Tokenizer)
 }
 
 // TestPrecedence sets keys in more and more sources and checks the value
@@ -207,7 +219,7 @@ func TestEnvNames(t *testing.T) {
 			"WEIR_MODELS__LOCAL__BASEURL=http://localhost:11434/v1", "WEIR_MODELS__LOCAL__CONTEXTWINDOW=32768", "WEIR_MODEL=local"})
 		require.NoError(t, err)
 		require.Equal(t, "local", cfg.Model)
-		require.Equal(t, &config.Route{Provider: "ollama", Model: "qwen3", BaseURL: "http://localhost:11434/v1",
+		require.Equal(t, &config.Route{Provider: "ollama", Model: "qwen3", API: "openai", BaseURL: "http://localhost:11434/v1",
 			ContextWindow: 32768, Tokenizer: "heuristic", SystemPromptUpdate: "replace",
 			Timeout: 10 * time.Minute, IdleTimeout: 2 * time.Minute, MaxResponseMiB: 16}, cfg.Models["local"])
 	})
@@ -307,6 +319,16 @@ func TestValidation(t *testing.T) {
 			"models.deepseek.tokenizer", []string{`"o200" is not a tokenizer (did you mean "o200k"?)`}},
 		{"unknown prompt update mode", map[string]string{"weir.yaml": "models:\n  offline:\n    systemPromptUpdate: append\n"}, nil, nil,
 			"models.offline.systemPromptUpdate", []string{`"append" is not a prompt update mode`, `"replace" or "in-history"`}},
+		{"unknown api", map[string]string{"weir.yaml": "models:\n  deepseek:\n    api: antropic\n"}, nil, nil,
+			"models.deepseek.api", []string{`"antropic" is not an API (did you mean "anthropic"?)`}},
+		{"anthropic route in history", map[string]string{"weir.yaml": "models:\n  claude:\n    provider: anthropic\n    api: anthropic\n    model: claude-sonnet-4-5\n" +
+			"    baseURL: https://api.anthropic.com\n    contextWindow: 200000\n    systemPromptUpdate: in-history\n"}, nil, nil,
+			"models.claude.systemPromptUpdate", []string{`"in-history" cannot be used with api "anthropic"`, "no system role inside them", `use "replace"`}},
+		{"gemini route in history", map[string]string{"weir.yaml": "models:\n  gem:\n    provider: google\n    api: gemini\n    model: gemini-2.5-flash\n" +
+			"    baseURL: https://generativelanguage.googleapis.com/v1beta\n    contextWindow: 1048576\n    systemPromptUpdate: in-history\n"}, nil, nil,
+			"models.gem.systemPromptUpdate", []string{`"in-history" cannot be used with api "gemini"`, "Gemini API has a single system slot"}},
+		{"anthropic route without base URL", map[string]string{"weir.yaml": "models:\n  claude:\n    provider: anthropic\n    api: anthropic\n    model: m\n    contextWindow: 10\n"},
+			nil, nil, "models.claude.baseURL", []string{"Anthropic Messages API base, e.g. https://api.anthropic.com"}},
 		{"zero route timeout", map[string]string{"weir.yaml": "models:\n  deepseek:\n    timeout: 0s\n"}, nil, nil,
 			"models.deepseek.timeout", []string{"must be a positive duration, got 0s", "deadline of one model attempt"}},
 		{"negative idle timeout", nil, []string{"WEIR_MODELS__DEEPSEEK__IDLE_TIMEOUT=-1s"}, nil,

@@ -40,8 +40,15 @@ type Route struct {
 	// Model is the provider's model name; for the offline provider,
 	// "offline:SCRIPT.json".
 	Model string `koanf:"model"`
-	// BaseURL is the OpenAI-compatible API base; required unless the
-	// provider is offline.
+	// API is the wire protocol of the route: "openai" (OpenAI-compatible
+	// chat completions, the default), "anthropic" (Anthropic's Messages
+	// API) or "gemini" (Google's Gemini API). Provider stays the name
+	// recorded in the log.
+	API string `koanf:"api"`
+	// BaseURL is the API base (e.g. https://api.deepseek.com,
+	// https://api.anthropic.com,
+	// https://generativelanguage.googleapis.com/v1beta); required unless
+	// the provider is offline.
 	BaseURL string `koanf:"baseURL"`
 	// APIKeyEnv is the NAME of the environment variable holding the API
 	// key, never the key itself; empty when the server needs no key.
@@ -57,7 +64,8 @@ type Route struct {
 	Tokenizer string `koanf:"tokenizer"`
 	// SystemPromptUpdate is "replace" (a changed prompt replaces node 0)
 	// or "in-history" (the model reads the latest system message anywhere,
-	// so changes may be appended).
+	// so changes may be appended). The anthropic and gemini APIs have no
+	// system role inside the history, so their routes must replace.
 	SystemPromptUpdate string `koanf:"systemPromptUpdate"`
 	// Timeout is the deadline of one model attempt, from sending the
 	// request to the end of the stream (> 0).
@@ -217,6 +225,7 @@ const (
 // Allowed values.
 var (
 	Tokenizers          = []string{"deepseek-v3", "heuristic", "o200k", "cl100k"}
+	APIs                = []string{"openai", "anthropic", "gemini"}
 	SystemPromptUpdates = []string{"replace", "in-history"}
 	Roles               = []string{RoleSystemPrompt, RoleCompaction, RoleTokenMeter}
 	LogLevels           = []string{"trace", "debug", "info", "warn", "error", "off"}
@@ -248,11 +257,11 @@ func Default() *Config {
 	c := &Config{
 		Model: "deepseek",
 		Models: map[string]*Route{
-			"deepseek": {Provider: "deepseek", Model: "deepseek-chat", BaseURL: "https://api.deepseek.com",
+			"deepseek": {Provider: "deepseek", Model: "deepseek-chat", API: "openai", BaseURL: "https://api.deepseek.com",
 				APIKeyEnv: "DEEPSEEK_API_KEY", ContextWindow: 128000, MaxTokens: 8192,
 				Tokenizer: "deepseek-v3", SystemPromptUpdate: "replace",
 				Timeout: DefaultRouteTimeout, IdleTimeout: DefaultRouteIdleTimeout, MaxResponseMiB: DefaultMaxResponseMiB},
-			"offline": {Provider: "offline", Model: "offline:examples/offline/tour.json",
+			"offline": {Provider: "offline", Model: "offline:examples/offline/tour.json", API: "openai",
 				ContextWindow: 8192, MaxTokens: 1024, Tokenizer: "heuristic", SystemPromptUpdate: "replace",
 				Timeout: DefaultRouteTimeout, IdleTimeout: DefaultRouteIdleTimeout, MaxResponseMiB: DefaultMaxResponseMiB},
 		},
@@ -283,7 +292,7 @@ func routeTemplate(provider string) map[string]any {
 	if provider == "deepseek" {
 		tok = "deepseek-v3"
 	}
-	return map[string]any{"provider": "", "model": "", "baseURL": "", "apiKeyEnv": "",
+	return map[string]any{"provider": "", "model": "", "api": "openai", "baseURL": "", "apiKeyEnv": "",
 		"contextWindow": int64(0), "maxTokens": int64(0), "tokenizer": tok, "systemPromptUpdate": "replace",
 		"timeout": DefaultRouteTimeout, "idleTimeout": DefaultRouteIdleTimeout, "maxResponseMiB": int64(DefaultMaxResponseMiB)}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/plugins/compaction-basic/compact"
 )
 
@@ -85,12 +86,25 @@ func (l *loader) route(id path, r *Route) {
 	if r.Model == "" {
 		l.fail(id.with("model"), "is required: give the provider's model name (or offline:SCRIPT.json for the offline provider)")
 	}
+	apiOK := slices.Contains(APIs, r.API)
+	if !apiOK {
+		l.fail(id.with("api"), "%q is not an API%s; use %s", r.API, suggestion(r.API, APIs), oneOf(APIs))
+	}
 	if r.Provider != "offline" {
-		if r.BaseURL == "" {
-			l.fail(id.with("baseURL"), "is required for provider %q: give the OpenAI-compatible API base, e.g. https://api.deepseek.com", r.Provider)
-		} else if u, err := url.Parse(r.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			l.fail(id.with("baseURL"), "%q is not an http(s) URL; give the API base, e.g. https://api.deepseek.com", r.BaseURL)
+		example := map[string]string{"anthropic": "https://api.anthropic.com",
+			"gemini": "https://generativelanguage.googleapis.com/v1beta"}[r.API]
+		if example == "" {
+			example = "https://api.deepseek.com"
 		}
+		if r.BaseURL == "" {
+			l.fail(id.with("baseURL"), "is required for provider %q: give the %s API base, e.g. %s", r.Provider, apiName(r.API), example)
+		} else if u, err := url.Parse(r.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			l.fail(id.with("baseURL"), "%q is not an http(s) URL; give the API base, e.g. %s", r.BaseURL, example)
+		}
+	}
+	if apiOK && r.SystemPromptUpdate == "in-history" && !llm.API(r.API).HistorySystem() {
+		l.fail(id.with("systemPromptUpdate"), "\"in-history\" cannot be used with api %q: the %s API has a single system slot beside the messages and no system role inside them, "+
+			"so a system message appended to the history would not reach the model as a system prompt; use \"replace\"", r.API, apiName(r.API))
 	}
 	if r.APIKeyEnv != "" && !envNameRE.MatchString(r.APIKeyEnv) {
 		l.fail(id.with("apiKeyEnv"), "is not an environment variable name: it names the variable that holds the key "+
@@ -301,4 +315,15 @@ func (l *loader) tools(t *Tools) {
 			l.fail(id.with("timeouts", name), "must be a positive duration, got %s; e.g. \"10s\"", d)
 		}
 	}
+}
+
+// apiName is the name of a route API in messages.
+func apiName(api string) string {
+	switch api {
+	case "anthropic":
+		return "Anthropic Messages"
+	case "gemini":
+		return "Gemini"
+	}
+	return "OpenAI-compatible"
 }

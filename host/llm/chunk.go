@@ -137,11 +137,20 @@ type part struct {
 	text     strings.Builder // text, reasoning or tool-call arguments
 	id, name string
 	call     int
+	// sig is the provider's signature of the block (Anthropic's thinking
+	// signature, Gemini's thoughtSignature), kept in the block's
+	// "signature" member so it can be sent back.
+	sig string
 }
 
 // assembler folds chunks into output blocks. The client, the scripted
 // model and Reassemble all feed it, so a reply and its reassembly agree.
 type assembler struct {
+	// api is the protocol of the payloads; "" is APIOpenAI.
+	api API
+	// stopped reports the API's end-of-message event (Anthropic's
+	// message_stop).
+	stopped  bool
 	on       func(Delta)
 	parts    []*part
 	byIndex  map[int]*part
@@ -164,6 +173,9 @@ type assembler struct {
 // It returns the payload as the stream record keeps it and whether that is
 // JSON (else a string).
 func (a *assembler) feed(data []byte, name string) (kept []byte, isJSON bool) {
+	if a.native() {
+		return a.feedNative(data, name)
+	}
 	c, valid := a.dec.decode(data, true)
 	kept, isJSON = data, valid
 	if !valid {
@@ -182,6 +194,10 @@ func (a *assembler) feed(data []byte, name string) (kept []byte, isJSON bool) {
 
 // replay applies a payload read back from a stream record.
 func (a *assembler) replay(p []byte, isJSON bool, name string) {
+	if a.native() {
+		a.applyNative(p, isJSON, name)
+		return
+	}
 	c, _ := a.dec.decode(p, isJSON)
 	a.apply(c, name, p)
 }
@@ -314,16 +330,21 @@ func (a *assembler) result(done bool) *Result {
 		case DeltaText:
 			r.Content = append(r.Content, surface.Text(p.text.String()))
 		case DeltaReasoning:
-			r.Content = append(r.Content, surface.Block{Type: surface.BlockReasoning, Text: p.text.String()})
+			r.Content = append(r.Content, surface.Block{Type: surface.BlockReasoning, Text: p.text.String(), Unknown: signed(p.sig)})
 		case DeltaToolCall:
 			id := p.id
 			if id == "" {
 				id = "call_" + strconv.Itoa(p.call)
 			}
-			r.Content = append(r.Content, surface.ToolCall(id, p.name, p.text.String()))
+			b := surface.ToolCall(id, p.name, p.text.String())
+			b.Unknown = signed(p.sig)
+			r.Content = append(r.Content, b)
 		}
 	}
 	switch {
+	case a.finished && a.api == APIGemini && a.finish == "STOP" && len(a.calls) > 0:
+		// Gemini ends a reply that calls functions with STOP.
+		r.FinishReason = FinishToolCalls
 	case a.finished:
 		r.FinishReason = finishOf(a.finish)
 	case done && len(a.calls) > 0:

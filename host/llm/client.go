@@ -36,10 +36,16 @@ const (
 
 // ClientConfig configures a Client.
 type ClientConfig struct {
+	// API is the wire protocol; "" means APIOpenAI.
+	API API
 	// BaseURL is the API root, e.g. https://api.deepseek.com or
-	// http://127.0.0.1:8080/v1; the client appends /chat/completions.
+	// http://127.0.0.1:8080/v1; the client appends /chat/completions
+	// (openai), /v1/messages (anthropic) or
+	// /models/MODEL:streamGenerateContent?alt=sse (gemini).
 	BaseURL string
-	// APIKey is sent as "Authorization: Bearer <key>" when non-empty. It
+	// APIKey is sent as "Authorization: Bearer <key>" (openai),
+	// "x-api-key: <key>" (anthropic) or "x-goog-api-key: <key>" (gemini)
+	// when non-empty. It
 	// never appears in errors, results or stream records: text a server
 	// echoes it in is recorded with "[redacted]" in its place. Keys shorter
 	// than 12 bytes are taken for local placeholders ("none", "x") and are
@@ -77,9 +83,12 @@ type ClientConfig struct {
 	UserAgent string
 }
 
-// Client is a streaming client for OpenAI-compatible chat completions. It
-// is safe for concurrent use.
+// Client is a streaming model client for one API (see ClientConfig.API):
+// the same bounds, redaction and stream record for every API. It is safe
+// for concurrent use.
 type Client struct {
+	api  API
+	base string
 	url  string
 	key  string
 	cfg  ClientConfig
@@ -126,12 +135,22 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{url: base + "/chat/completions", key: string(cfg.APIKey), cfg: cfg, http: hc, log: log,
+	api, err := ParseAPI(string(cfg.API))
+	if err != nil {
+		return nil, fmt.Errorf("llm: client: %w", err)
+	}
+	cfg.API = api
+	u, _ := endpoint(api, base, "MODEL")
+	return &Client{api: api, base: base, url: u, key: string(cfg.APIKey), cfg: cfg, http: hc, log: log,
 		afterFunc: realAfterFunc}, nil
 }
 
-// URL returns the endpoint the client posts to.
+// URL returns the endpoint the client posts to; for the Gemini API the
+// model stands as MODEL.
 func (c *Client) URL() string { return c.url }
+
+// API returns the client's API.
+func (c *Client) API() API { return c.api }
 
 var (
 	errIdle     = errors.New("idle timeout")
@@ -140,17 +159,26 @@ var (
 )
 
 // Stream sends req and streams the reply (see Model). The body sent is
-// exactly EncodeRequest(req); req.SessionID, when set, goes in the
+// exactly Encode(c.API(), req); req.SessionID, when set, goes in the
 // X-Session-Id header.
 func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Result, error) {
 	if req == nil {
 		return nil, &Error{Code: CodeBadRequest, What: "no request was given", Hint: "this is a bug in the caller"}
 	}
-	body, err := EncodeRequest(req)
+	if req.API != "" && req.API != c.api {
+		return nil, &Error{Code: CodeBadRequest, Provider: req.Config.Provider,
+			What: fmt.Sprintf("the request was built for the %s API but this client speaks %s", req.API, c.api),
+			Hint: "send it through a client of its API"}
+	}
+	body, err := Encode(c.api, req)
 	if err != nil {
-		return nil, &Error{Code: CodeBadRequest, Provider: req.Config.Provider, What: "the request cannot be encoded", Hint: "this is a bug in the request builder", Err: err}
+		return nil, &Error{Code: CodeBadRequest, Provider: req.Config.Provider, What: "the request cannot be encoded for the " + string(c.api) + " API", Hint: "this is a bug in the request builder, or the history holds content this API cannot carry", Err: err}
 	}
 	provider := req.Config.Provider
+	url, err := endpoint(c.api, c.base, req.Config.Model)
+	if err != nil {
+		return nil, &Error{Code: CodeBadRequest, Provider: provider, What: "the request cannot be addressed", Hint: "this is a bug in the request builder", Err: err}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if c.cfg.Timeout > 0 {
@@ -161,7 +189,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 	watch := c.newWatchdog(cancel)
 	defer watch.stop()
 
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, &Error{Code: CodeBadRequest, Provider: provider, What: "the request cannot be built", Hint: "check the base URL", Err: c.redactErr(err)}
 	}
@@ -173,14 +201,12 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "text/event-stream")
 	hr.Header.Set("User-Agent", c.cfg.UserAgent)
-	if c.key != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.key)
-	}
+	authorize(c.api, hr.Header, c.key)
 	if req.SessionID != "" {
 		hr.Header.Set("X-Session-Id", req.SessionID)
 	}
 
-	rec := newRecorder()
+	rec := newRecorder(c.api)
 	start := time.Now()
 	since := func() int64 { return time.Since(start).Milliseconds() }
 	fail := func(a *assembler, e *Error) (*Result, error) {
@@ -208,10 +234,14 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 				return fail(nil, e)
 			}
 		}
-		return fail(nil, statusError(provider, resp.StatusCode, resp.Header, raw, time.Now()))
+		e := statusError(provider, resp.StatusCode, resp.Header, raw, time.Now())
+		if e.Status == http.StatusNotFound && e.Code == CodeBadRequest {
+			e.Hint = "check the base URL (" + endpointHint(c.api) + ") and the model name"
+		}
+		return fail(nil, e)
 	}
 
-	a := &assembler{on: on}
+	a := &assembler{api: c.api, on: on}
 	defer c.warnMalformed(provider, a)
 	stream := c.capped(resp.Body)
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
@@ -254,7 +284,9 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 		return fail(a, c.tooLarge(provider))
 	}
 	if errors.Is(err, io.EOF) && a.finished {
-		return c.complete(a, false, provider, rec, since())
+		// Gemini's stream has no terminator: its end after a finish
+		// reason is the end of the reply.
+		return c.complete(a, c.api == APIGemini, provider, rec, since())
 	}
 	e := &Error{Code: CodeBrokenStream, Provider: provider, What: "the stream ended before the reply finished",
 		Hint: "retry; the partial reply was kept", Err: c.redactErr(err)}
@@ -266,7 +298,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 
 // pump reads the event stream r into a and rec, calling progress after
 // each payload that advanced the reply (see ClientConfig.IdleTimeout). It
-// returns done at [DONE]; with a.failure set when the provider sent an
+// returns done at [DONE] (Anthropic: after message_stop); with a.failure set when the provider sent an
 // error; otherwise the read error, io.EOF at a clean end.
 func (c *Client) pump(r io.Reader, a *assembler, rec *recorder, since func() int64, progress func()) (done bool, err error) {
 	sse := newSSEReader(r)
@@ -276,7 +308,7 @@ func (c *Client) pump(r io.Reader, a *assembler, rec *recorder, since func() int
 			return false, err
 		}
 		data := c.redact(ev.Data)
-		if ev.Name == "" && isDone(data) {
+		if ev.Name == "" && a.api != APIAnthropic && isDone(data) {
 			return true, nil
 		}
 		before := a.progress
@@ -284,6 +316,9 @@ func (c *Client) pump(r io.Reader, a *assembler, rec *recorder, since func() int
 		rec.chunk(since(), kept, isJSON, ev.Name)
 		if a.failure != nil {
 			return false, nil
+		}
+		if a.stopped {
+			return true, nil
 		}
 		if a.progress != before {
 			progress()

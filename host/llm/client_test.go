@@ -613,7 +613,7 @@ func TestProgress(t *testing.T) {
 			c, err := NewClient(ClientConfig{BaseURL: "http://127.0.0.1"})
 			require.NoError(t, err)
 			n := 0
-			_, err = c.pump(strings.NewReader(tt.stream), &assembler{}, newRecorder(), func() int64 { return 0 }, func() { n++ })
+			_, err = c.pump(strings.NewReader(tt.stream), &assembler{}, newRecorder(APIOpenAI), func() int64 { return 0 }, func() { n++ })
 			require.ErrorIs(t, err, io.EOF)
 			require.Equal(t, tt.want, n)
 		})

@@ -1,6 +1,8 @@
 // Package llm is Weir's model client layer: the interface the agent loop
-// calls, the OpenAI-compatible wire encoding, a streaming HTTP client, the
-// stream record the session log keeps, and an offline scripted model.
+// calls, the adapters that turn a request into an API's wire body and its
+// stream back into a reply (OpenAI-compatible chat completions, Anthropic
+// Messages, Gemini; see [API]), a streaming HTTP client, the stream record
+// the session log keeps, and an offline scripted model.
 //
 // # Model
 //
@@ -14,11 +16,23 @@
 //
 // # Wire bytes
 //
-// [EncodeRequest] is a pure function: the same Request always yields the
-// same body bytes, and the [Client] sends exactly those bytes. The host can
-// therefore rebuild every body it sent from the log (reconstruction, spec
-// 7.5). Provider-specific rules (DeepSeek's reasoning_content replay) are
-// keyed by the provider name in the config.
+// [Encode] is a pure function: the same API and Request always yield the
+// same body bytes ([EncodeRequest], [EncodeAnthropic], [EncodeGemini]),
+// and the [Client] sends exactly those bytes. The host can therefore
+// rebuild every body it sent from the log (reconstruction, spec 7.5); the
+// stream record names the API of a non-OpenAI attempt. Provider-specific
+// rules (DeepSeek's reasoning_content replay) are keyed by the provider
+// name in the config.
+//
+// # Usage
+//
+// Every adapter reports usage in the same disjoint buckets of
+// surface.Usage: Input is uncached input, CacheRead and CacheWrite the
+// cached input read and written, Output all output (reasoning included),
+// Reasoning the part of Output that was reasoning when the provider says.
+// Providers that count the cache inside their input figure (OpenAI's
+// prompt_tokens, Gemini's promptTokenCount) have it subtracted; Anthropic's
+// input_tokens already excludes it.
 //
 // # Stream record
 //

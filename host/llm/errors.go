@@ -110,7 +110,10 @@ const maxDetail = 400
 // OpenAI's code, the OpenAI/DeepSeek/vLLM "maximum context length is N
 // tokens" wording, vLLM's "maximum model length", llama.cpp's
 // exceed_context_size_error and older "context size" wordings, and the
-// generic "context window" / "prompt is too long" forms.
+// generic "context window" / "prompt is too long" forms; Anthropic's
+// "prompt is too long: N tokens > M maximum" and "input is too long";
+// Gemini's "The input token count (N) exceeds the maximum number of tokens
+// allowed (M)".
 var overflowWords = []string{
 	"context_length_exceeded",
 	"maximum context length",
@@ -123,6 +126,9 @@ var overflowWords = []string{
 	"context window",
 	"prompt is too long",
 	"too many tokens in the prompt",
+	"input is too long",
+	"exceeds the maximum number of tokens allowed",
+	"input token count",
 }
 
 // isOverflow reports whether a provider error body or message says the
@@ -138,7 +144,9 @@ func isOverflow(text string) bool {
 }
 
 // providerMessage extracts the human message and code from an error body:
-// {"error":{"message","code","type"}}, {"error":"..."}, {"message":...} or
+// {"error":{"message","code","type"}} (OpenAI, and Anthropic's
+// {"type":"error","error":{"type","message"}}), Google's
+// {"error":{"code","message","status"}}, {"error":"..."}, {"message":...} or
 // {"detail":...}; a body that is not JSON is its own message.
 func providerMessage(body []byte) (msg, code string) {
 	var w struct {
@@ -155,11 +163,17 @@ func providerMessage(body []byte) (msg, code string) {
 			Message string         `json:"message"`
 			Code    jsontext.Value `json:"code"`
 			Type    string         `json:"type"`
+			Status  string         `json:"status"`
 		}
 		_ = json.Unmarshal(w.Error, &e, jsontext.AllowDuplicateNames(true))
 		code = e.Type
 		if s, ok := jsonString(e.Code); ok && s != "" {
 			code = s
+		}
+		if e.Status != "" {
+			// Google's {"code":429,"status":"RESOURCE_EXHAUSTED"}: the
+			// status names the error, the code is the HTTP status.
+			code = e.Status
 		}
 		if e.Message != "" {
 			return e.Message, code
@@ -213,7 +227,9 @@ func statusError(provider string, status int, h http.Header, body []byte, now ti
 	msg, code := providerMessage(body)
 	e := &Error{Provider: provider, Status: status, Detail: shorten(msg)}
 	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized || status == http.StatusForbidden,
+		// Gemini refuses a wrong key with 400 INVALID_ARGUMENT.
+		status == http.StatusBadRequest && strings.Contains(strings.ToLower(msg), "api key not valid"):
 		e.Code, e.What = CodeAuth, "the provider rejected the API key"
 		e.Hint = "check the API key configured for this provider and that it may use this model"
 	case status == http.StatusPaymentRequired:
@@ -222,8 +238,12 @@ func statusError(provider string, status int, h http.Header, body []byte, now ti
 	case status == http.StatusTooManyRequests:
 		e.Code, e.What = CodeRateLimit, "rate limited by the provider"
 		e.RetryAfter = retryAfter(h, now)
+		if e.RetryAfter == 0 {
+			e.RetryAfter = retryDelay(body)
+		}
 		e.Hint = "wait and retry, or lower the request rate"
-	case status >= 400 && status < 500 && (code == "context_length_exceeded" || isOverflow(msg)):
+	case status == http.StatusRequestEntityTooLarge,
+		status >= 400 && status < 500 && (code == "context_length_exceeded" || isOverflow(msg)):
 		e.Code, e.What = CodeContextOverflow, "the request exceeds the model's context window"
 		e.Hint = "compact the session or drop history, then retry"
 	case status == http.StatusNotFound:
@@ -232,12 +252,42 @@ func statusError(provider string, status int, h http.Header, body []byte, now ti
 	case status >= 400 && status < 500:
 		e.Code, e.What = CodeBadRequest, "the provider rejected the request"
 		e.Hint = "the request is malformed or unsupported for this model; see the provider message"
+	case status == 529 || code == "overloaded_error" || code == "UNAVAILABLE":
+		e.Code, e.What = CodeServer, "the provider is overloaded"
+		e.RetryAfter = retryAfter(h, now)
+		e.Hint = "retry later"
 	default:
 		e.Code, e.What = CodeServer, "the provider failed to serve the request"
 		e.RetryAfter = retryAfter(h, now)
 		e.Hint = "retry later"
 	}
 	return e
+}
+
+// retryDelay reads the delay of a google.rpc.RetryInfo detail in a Gemini
+// error body ({"error":{"details":[{"@type":"...RetryInfo","retryDelay":
+// "13s"}]}}), 0 when there is none.
+func retryDelay(body []byte) time.Duration {
+	var w struct {
+		Error struct {
+			Details []struct {
+				Type  string `json:"@type"`
+				Delay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &w, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
+		return 0
+	}
+	for _, d := range w.Error.Details {
+		if !strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
+			continue
+		}
+		if v, err := time.ParseDuration(d.Delay); err == nil {
+			return seconds(v.Seconds())
+		}
+	}
+	return 0
 }
 
 // retryAfter reads Retry-After (delay seconds or an HTTP date) or the
@@ -291,5 +341,11 @@ func streamError(provider string, raw jsontext.Value) *Error {
 	}
 	e.Code, e.What = CodeServer, "the provider reported an error mid-stream"
 	e.Hint = "retry; the partial reply was kept"
+	switch code {
+	case "rate_limit_error", "RESOURCE_EXHAUSTED":
+		e.Code, e.What = CodeRateLimit, "the provider reported a rate limit mid-stream"
+	case "overloaded_error", "UNAVAILABLE":
+		e.What = "the provider reported mid-stream that it is overloaded"
+	}
 	return e
 }

@@ -21,7 +21,7 @@ func FuzzStreamRecord(f *testing.F) {
 	f.Add(`{"choices":{"index":0},"usage":{"prompt_tokens":"x"}}` + "\n" + `{"choices":[{"index":0,"delta":{"content":[{"text":"a"},{"type":"x"},7]}}]}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		a := &assembler{}
-		rec := newRecorder()
+		rec := newRecorder(APIOpenAI)
 		for i, line := range strings.Split(in, "\n") {
 			name := ""
 			if i%5 == 4 {
@@ -47,5 +47,48 @@ func FuzzSSE(f *testing.F) {
 		bytewise, err2 := readEvents(t, iotest.OneByteReader(bytes.NewReader([]byte(in))))
 		require.Equal(t, err1, err2)
 		require.Equal(t, whole, bytewise)
+	})
+}
+
+// FuzzNativeStreamRecord is FuzzStreamRecord for the Anthropic and Gemini
+// readers: each line is "event<TAB>payload" (Anthropic) or a payload
+// (Gemini); the record must be valid JSON and reassemble to the reply.
+func FuzzNativeStreamRecord(f *testing.F) {
+	ev := func(s string) string {
+		s = strings.TrimSuffix(strings.TrimPrefix(s, "event: "), "\n\n")
+		name, data, _ := strings.Cut(s, "\ndata: ")
+		return name + "\t" + data
+	}
+	f.Add(true, strings.Join([]string{ev(llmtest.MessageStart(1, 2, 3)), ev(llmtest.ThinkingStart(0)), ev(llmtest.ThinkingDelta(0, "t")),
+		ev(llmtest.SignatureDelta(0, "s")), ev(llmtest.ToolUseStart(1, "id", "f")), ev(llmtest.InputJSONDelta(1, `{"a"`)),
+		ev(llmtest.InputJSONDelta(7, `:1}`)), ev(llmtest.MessageDelta("tool_use", 4)), ev(llmtest.MessageStop())}, "\n"))
+	f.Add(true, "error\tnot json\nping\t{}\ncontent_block_delta\t{\"index\":\"x\",\"delta\":{\"type\":\"text_delta\",\"text\":\"\xff\"}}")
+	f.Add(false, strings.Join([]string{
+		strings.TrimSpace(strings.TrimPrefix(llmtest.GeminiParts("", "", llmtest.GeminiThoughtPart("a"), llmtest.GeminiCallPart("f", `{"x":[1]}`, "c2ln")), "data: ")),
+		strings.TrimSpace(strings.TrimPrefix(llmtest.GeminiParts("STOP", llmtest.GeminiUsage(9, 4, 2, 1), llmtest.GeminiTextPart("b")), "data: ")),
+		`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"g","args":"notobj"}}]}}]}`, `{"error":{"code":500}}`}, "\n"))
+	f.Fuzz(func(t *testing.T, anthropic bool, in string) {
+		api := APIGemini
+		if anthropic {
+			api = APIAnthropic
+		}
+		a := &assembler{api: api}
+		rec := newRecorder(api)
+		for i, line := range strings.Split(in, "\n") {
+			name := ""
+			if anthropic {
+				name, line, _ = strings.Cut(line, "\t")
+			}
+			kept, isJSON := a.feed([]byte(line), name)
+			rec.chunk(int64(i), kept, isJSON, name)
+		}
+		res := a.result(a.stopped)
+		done := int64(-1)
+		if a.stopped {
+			done = 1
+		}
+		res.Stream = rec.finish(done, nil, 0)
+		require.True(t, jsontext.Value(res.Stream).IsValid(), "%q", res.Stream)
+		requireReassembles(t, res)
 	})
 }

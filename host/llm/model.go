@@ -17,7 +17,15 @@ type Request struct {
 	Messages  []*surface.Message
 	Tools     []jsontext.Value
 	SessionID string
+	// API is the API whose adapter sent the request, when known: a
+	// request rebuilt from a log takes it from the attempt's stream
+	// record. "" leaves it to the model: a Client encodes for its own
+	// API and refuses a request that names another.
+	API API
 }
+
+// Body returns the exact wire body of r for r.API ("" is APIOpenAI).
+func (r *Request) Body() ([]byte, error) { return Encode(r.API, r) }
 
 // Model streams one reply.
 //
@@ -78,7 +86,8 @@ const (
 	FinishContentFilter FinishReason = "content-filter"
 )
 
-// finishOf maps an OpenAI-compatible finish_reason to a FinishReason.
+// finishOf maps an OpenAI-compatible finish_reason, an Anthropic
+// stop_reason or a Gemini finishReason to a FinishReason.
 func finishOf(raw string) FinishReason {
 	switch raw {
 	case "stop", "end_turn", "stop_sequence":
@@ -87,8 +96,12 @@ func finishOf(raw string) FinishReason {
 		return FinishMaxTokens
 	case "tool_calls", "function_call", "tool_use":
 		return FinishToolCalls
-	case "content_filter":
+	case "content_filter", "refusal", "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
 		return FinishContentFilter
+	case "STOP":
+		return FinishStop
+	case "MAX_TOKENS":
+		return FinishMaxTokens
 	}
 	return FinishReason(raw)
 }

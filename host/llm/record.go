@@ -17,7 +17,13 @@ const StreamVersion = 1
 
 // The stream record is the compact, timed, lossless form of one attempt's
 // provider stream, stored in assistant/message.stream and
-// assistant/attempt.stream. A streamed reply:
+// assistant/attempt.stream. The format is the same for every API: an
+// attempt of the Anthropic or Gemini adapter has "api":"anthropic" or
+// "api":"gemini" right after "v" (none means the OpenAI-compatible
+// protocol), and its chunks are that API's payloads (Anthropic's with
+// their event names); "done" is then the time of message_stop (Anthropic)
+// or of the end of the stream after a finishReason (Gemini). A streamed
+// reply:
 //
 //	{"v":1,"chunks":[[<ms>,<chunk>],[<ms>,<chunk>,"<event>"],...],"done":<ms>}
 //
@@ -36,17 +42,22 @@ const StreamVersion = 1
 // Content-Type, X-Request-Id) and "body" (compacted) are present only for a
 // non-2xx response. "error" is present when the attempt failed: it is how
 // the attempt ended, as the client reported it; a broken stream has both
-// "chunks" and "error". Members appear in the order v, status, headers,
-// body, chunks, done, error, each only when it has a value. The API key
-// never appears: it is replaced by "[redacted]" wherever a server echoed it.
+// "chunks" and "error". Members appear in the order v, api, status,
+// headers, body, chunks, done, error, each only when it has a value. The
+// API key never appears: it is replaced by "[redacted]" wherever a server
+// echoed it.
 type recorder struct {
 	b      []byte
 	chunks int
 }
 
-func newRecorder() *recorder {
+func newRecorder(api API) *recorder {
 	r := &recorder{b: make([]byte, 0, 1024)}
 	r.b = append(r.b, `{"v":1`...)
+	if api != "" && api != APIOpenAI {
+		r.b = append(r.b, `,"api":`...)
+		r.str(string(api))
+	}
 	return r
 }
 
@@ -55,7 +66,7 @@ func (r *recorder) response(status int, h http.Header, body []byte) {
 	r.b = append(r.b, `,"status":`...)
 	r.b = strconv.AppendInt(r.b, int64(status), 10)
 	first := true
-	for _, k := range []string{"Retry-After", "Retry-After-Ms", "Content-Type", "X-Request-Id"} {
+	for _, k := range []string{"Retry-After", "Retry-After-Ms", "Content-Type", "X-Request-Id", "Request-Id"} {
 		v := h.Get(k)
 		if v == "" {
 			continue
@@ -140,6 +151,9 @@ func (r *recorder) finish(done int64, failure *Error, failMS int64) jsontext.Val
 
 // StreamInfo is what a stream record says about how its attempt ended.
 type StreamInfo struct {
+	// API is the protocol of the recorded payloads: the record's "api"
+	// member, empty for the OpenAI-compatible protocol.
+	API API
 	// Status is the HTTP status of a non-2xx response, else 0.
 	Status int
 	// Done reports that the [DONE] sentinel arrived.
@@ -201,6 +215,23 @@ func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
 			default:
 				info.Done = true
 			}
+		case "api":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return bad(err)
+			}
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return nil, info, fmt.Errorf("llm: stream record member \"api\" is %s, not a string", v)
+			}
+			api, err := ParseAPI(s)
+			if err != nil || api == APIOpenAI {
+				return nil, info, fmt.Errorf("llm: stream record names API %q, which this build cannot read", s)
+			}
+			if info.Chunks > 0 {
+				return nil, info, errors.New(`llm: stream record member "api" follows its chunks`)
+			}
+			a.api, info.API = api, api
 		case "chunks":
 			if err := replayChunks(dec, &a, &info); err != nil {
 				return nil, info, err

@@ -12,7 +12,7 @@ import (
 
 func TestRecorderPayloadForms(t *testing.T) {
 	a := &assembler{}
-	rec := newRecorder()
+	rec := newRecorder(APIOpenAI)
 	payloads := []struct {
 		data   string
 		name   string
@@ -69,7 +69,7 @@ func TestReassembleEmptyRecords(t *testing.T) {
 
 func TestRecorderResponseBody(t *testing.T) {
 	for _, body := range []string{`{"a" : 1}`, "plain \xff text", ""} {
-		rec := newRecorder()
+		rec := newRecorder(APIOpenAI)
 		rec.response(500, nil, []byte(body))
 		v := rec.finish(-1, &Error{Code: CodeServer, What: "x"}, 1)
 		require.True(t, v.IsValid(), "%q → %s", body, v)

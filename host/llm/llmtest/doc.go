@@ -1,5 +1,9 @@
-// Package llmtest is a loopback OpenAI-compatible chat-completions server
-// for tests.
+// Package llmtest is a loopback model server for tests, speaking the
+// OpenAI-compatible chat-completions protocol ([NewServer]) or, with
+// [NewServerFor], Anthropic's Messages API (POST /v1/messages, named SSE
+// events message_start … message_stop) or Google's Gemini API (POST
+// /v1beta/models/MODEL:streamGenerateContent?alt=sse, a
+// GenerateContentResponse per event, closed after the last).
 //
 // A [Server] listens on 127.0.0.1 and answers POST <URL>/chat/completions
 // with the replies queued by [Server.Push], one reply per request, in order.
@@ -16,5 +20,9 @@
 // with requests rebuilt from a session log.
 //
 // The chunk builders ([Text], [Reasoning], [ToolCall], [Finish], [Usage])
-// produce chat.completion.chunk JSON in the shape OpenAI and DeepSeek send.
+// produce chat.completion.chunk JSON in the shape OpenAI and DeepSeek send;
+// [MessageStart], [TextDelta], [InputJSONDelta], [MessageDelta] and the
+// other Anthropic builders produce named events, and [GeminiParts] with
+// [GeminiTextPart], [GeminiCallPart] and [GeminiUsage] Gemini chunks, each
+// as a raw piece of a Reply ([AnthropicStream], [GeminiStream]).
 package llmtest

@@ -66,6 +66,7 @@ type Reply struct {
 type Request struct {
 	Method string
 	Path   string
+	Query  string
 	Header http.Header
 	Body   []byte
 }
@@ -74,6 +75,7 @@ type Request struct {
 // concurrent use.
 type Server struct {
 	srv *httptest.Server
+	api string
 
 	mu       sync.Mutex
 	replies  []Reply
@@ -83,16 +85,51 @@ type Server struct {
 	once     sync.Once
 }
 
-// NewServer starts a server, closed when the test ends.
-func NewServer(t testing.TB) *Server {
-	s := &Server{stop: make(chan struct{})}
+// NewServer starts an OpenAI-compatible server, closed when the test ends.
+func NewServer(t testing.TB) *Server { return NewServerFor(t, "openai") }
+
+// NewServerFor starts a server speaking api: "openai" (POST
+// /v1/chat/completions), "anthropic" (POST /v1/messages) or "gemini" (POST
+// /v1beta/models/MODEL:streamGenerateContent?alt=sse), closed when the test
+// ends. Any other request path gets a 404.
+func NewServerFor(t testing.TB, api string) *Server {
+	switch api {
+	case "openai", "anthropic", "gemini":
+	default:
+		t.Fatalf("llmtest: unknown API %q", api)
+	}
+	s := &Server{api: api, stop: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
 }
 
-// URL is the API base URL (".../v1"); clients append /chat/completions.
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
+// URL is the API base URL the client of the server's API appends its path
+// to: ".../v1" (openai), the root (anthropic) or ".../v1beta" (gemini).
+func (s *Server) URL() string {
+	switch s.api {
+	case "anthropic":
+		return s.srv.URL
+	case "gemini":
+		return s.srv.URL + "/v1beta"
+	}
+	return s.srv.URL + "/v1"
+}
+
+// routes reports whether r is a request of the server's API.
+func (s *Server) routes(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	switch s.api {
+	case "anthropic":
+		return r.URL.Path == "/v1/messages"
+	case "gemini":
+		return strings.HasPrefix(r.URL.Path, "/v1beta/models/") && strings.HasSuffix(r.URL.Path, ":streamGenerateContent") &&
+			r.URL.Query().Get("alt") == "sse"
+	}
+	return strings.HasSuffix(r.URL.Path, "/chat/completions")
+}
 
 // Close stops the server, releasing stalled replies first.
 func (s *Server) Close() {
@@ -123,7 +160,7 @@ func (s *Server) Requests() []Request {
 	defer s.mu.Unlock()
 	out := make([]Request, len(s.requests))
 	for i, r := range s.requests {
-		out[i] = Request{Method: r.Method, Path: r.Path, Header: r.Header.Clone(), Body: append([]byte(nil), r.Body...)}
+		out[i] = Request{Method: r.Method, Path: r.Path, Query: r.Query, Header: r.Header.Clone(), Body: append([]byte(nil), r.Body...)}
 	}
 	return out
 }
@@ -141,13 +178,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "llmtest: reading the request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	s.mu.Lock()
 	n := len(s.requests)
 	s.requests = append(s.requests, rec)
 	var reply Reply
 	switch {
-	case r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions"):
+	case !s.routes(r):
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

@@ -1,0 +1,465 @@
+package llm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/surface"
+)
+
+// DefaultAnthropicMaxTokens is the max_tokens the Anthropic adapter sends
+// when the config sets none: the Messages API requires the member.
+const DefaultAnthropicMaxTokens = 8192
+
+// cacheMark is the cache breakpoint the Anthropic adapter places.
+const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
+
+// EncodeAnthropic returns the exact body of the Messages API call for req,
+// a pure function of req. Members, in this order: model, max_tokens
+// (config.maxTokens, else DefaultAnthropicMaxTokens), system (when the head
+// message is a system message with text), messages, tools (when any),
+// temperature, stop_sequences (each when set), stream true. The config's
+// reasoningEffort is not sent (the Messages API takes a thinking budget,
+// not an effort).
+//
+// Node 0: a leading system message becomes the system member, one text
+// block; an empty head sends no system. A later system message that
+// survives on the surface (an imported log, an in-history route's update)
+// is sent at its position as user text wrapped in <system>…</system>
+// (the API has no system role inside messages).
+//
+// Messages: user text and images become text and image blocks (an image
+// url as a "url" source, base64 data as a "base64" source); tool results
+// become tool_result blocks {tool_use_id, content, is_error when set},
+// placed before the message's other blocks as the API requires; assistant
+// reasoning with a recorded signature becomes a thinking block (without
+// one it cannot be verified and is left out), text a text block, tool
+// calls tool_use blocks whose input is the call's arguments (an empty or
+// non-object argument string is sent as {}). Empty text is left out;
+// consecutive wire messages of one role are merged into one, so the
+// results of parallel calls share one user message.
+//
+// Cache breakpoints (cache_control {"type":"ephemeral"}), at most three,
+// on the stable prefix:
+//  1. the system block, which closes the tools and system prefix (the last
+//     tool when there is no system);
+//  2. the last block of the last compaction checkpoint (the last message
+//     whose source carries a compactionId), which stays fixed until the
+//     next compaction;
+//  3. the last block of the last message, so the next step of the loop
+//     reads the whole conversation so far from the cache.
+//
+// The rule reads only req, so the breakpoints of every request are rebuilt
+// with it.
+func EncodeAnthropic(req *Request) ([]byte, error) {
+	if req == nil {
+		return nil, errors.New("llm: encode: nil request")
+	}
+	if req.Config.Model == "" {
+		return nil, errors.New("llm: encode: the request names no model (config.model is empty)")
+	}
+	msgs, err := anthropicMessages(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, errors.New("llm: encode: the request has no message to send")
+	}
+	w := &writer{b: make([]byte, 0, 256+estimateSize(req))}
+	w.raw(`{"model":`)
+	w.str(req.Config.Model)
+	w.raw(`,"max_tokens":`)
+	maxTokens := int64(DefaultAnthropicMaxTokens)
+	if req.Config.MaxTokens != nil {
+		maxTokens = *req.Config.MaxTokens
+	}
+	w.b = strconv.AppendInt(w.b, maxTokens, 10)
+	system, hasSystem, _ := systemHead(req)
+	if hasSystem {
+		w.raw(`,"system":[{"type":"text","text":`)
+		w.str(system)
+		w.raw(cacheMark)
+		w.raw(`]`)
+	}
+	w.raw(`,"messages":[`)
+	for i, m := range msgs {
+		if i > 0 {
+			w.raw(`,`)
+		}
+		w.raw(`{"role":`)
+		w.str(m.role)
+		w.raw(`,"content":[`)
+		for j, b := range m.blocks {
+			if j > 0 {
+				w.raw(`,`)
+			}
+			w.b = append(w.b, b...)
+		}
+		w.raw(`]}`)
+	}
+	w.raw(`]`)
+	if len(req.Tools) > 0 {
+		w.raw(`,"tools":[`)
+		for i, t := range req.Tools {
+			d, err := toolOf(t)
+			if err != nil {
+				return nil, fmt.Errorf("llm: encode: tool %d: %w", i, err)
+			}
+			if i > 0 {
+				w.raw(`,`)
+			}
+			w.raw(`{"name":`)
+			w.str(d.name)
+			if d.description != nil {
+				w.raw(`,"description":`)
+				w.str(*d.description)
+			}
+			w.raw(`,"input_schema":`)
+			w.b = append(w.b, d.params...)
+			if i == len(req.Tools)-1 && !hasSystem {
+				w.raw(cacheMark)
+			} else {
+				w.raw(`}`)
+			}
+		}
+		w.raw(`]`)
+	}
+	if err := w.sampling(&req.Config, "temperature", "stop_sequences"); err != nil {
+		return nil, err
+	}
+	w.raw(`,"stream":true}`)
+	if w.err != nil {
+		return nil, fmt.Errorf("llm: encode: %w", w.err)
+	}
+	return w.b, nil
+}
+
+// sampling writes the temperature and stop members under the given names.
+func (w *writer) sampling(c *surface.CallConfig, temperature, stop string) error {
+	if c.Temperature != nil {
+		f, err := json.Marshal(*c.Temperature)
+		if err != nil {
+			return fmt.Errorf("llm: encode: temperature %v: %w", *c.Temperature, err)
+		}
+		w.raw(`,"` + temperature + `":`)
+		w.b = append(w.b, f...)
+	}
+	if len(c.Stop) > 0 {
+		w.raw(`,"` + stop + `":[`)
+		for i, s := range c.Stop {
+			if i > 0 {
+				w.raw(`,`)
+			}
+			w.str(s)
+		}
+		w.raw(`]`)
+	}
+	return nil
+}
+
+// wireMessage is one message of a native-slot API under construction: its
+// role and its encoded content blocks (each a JSON object).
+type wireMessage struct {
+	role   string
+	blocks [][]byte
+}
+
+// merge appends blocks to the last message when it has the same role, else
+// starts a new message; it returns the index of the message they went to.
+func merge(msgs []wireMessage, role string, blocks [][]byte) ([]wireMessage, int) {
+	if len(blocks) == 0 {
+		return msgs, -1
+	}
+	if n := len(msgs); n > 0 && msgs[n-1].role == role {
+		msgs[n-1].blocks = append(msgs[n-1].blocks, blocks...)
+		return msgs, n - 1
+	}
+	return append(msgs, wireMessage{role: role, blocks: blocks}), len(msgs)
+}
+
+// markLast turns the last block of m into a cache breakpoint.
+func markLast(m *wireMessage) {
+	if m == nil || len(m.blocks) == 0 {
+		return
+	}
+	b := m.blocks[len(m.blocks)-1]
+	if bytes.HasSuffix(b, []byte(cacheMark)) {
+		return
+	}
+	m.blocks[len(m.blocks)-1] = append(bytes.Clone(b[:len(b)-1]), cacheMark...)
+}
+
+func anthropicMessages(req *Request) ([]wireMessage, error) {
+	var msgs []wireMessage
+	_, _, start := systemHead(req)
+	checkpoint, checkpointBlocks := -1, 0
+	for i := start; i < len(req.Messages); i++ {
+		m := req.Messages[i]
+		if m == nil {
+			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
+		}
+		role, blocks, err := anthropicBlocks(m)
+		if err != nil {
+			return nil, fmt.Errorf("llm: encode: message %d (id %q): %w", i, m.ID, err)
+		}
+		var at int
+		msgs, at = merge(msgs, role, blocks)
+		if at >= 0 && isCheckpoint(m) {
+			checkpoint, checkpointBlocks = at, len(msgs[at].blocks)
+		}
+	}
+	if checkpoint >= 0 {
+		// Only the checkpoint's own blocks: later messages merged into
+		// the same wire message are not part of the checkpoint.
+		sub := wireMessage{blocks: msgs[checkpoint].blocks[:checkpointBlocks]}
+		markLast(&sub)
+		msgs[checkpoint].blocks[checkpointBlocks-1] = sub.blocks[checkpointBlocks-1]
+	}
+	if n := len(msgs); n > 0 {
+		markLast(&msgs[n-1])
+	}
+	return msgs, nil
+}
+
+// isCheckpoint reports whether m is a compaction checkpoint: its source
+// carries a compactionId.
+func isCheckpoint(m *surface.Message) bool {
+	if len(m.Source.Unknown) == 0 {
+		return false
+	}
+	var s struct {
+		ID *string `json:"compactionId"`
+	}
+	return json.Unmarshal(m.Source.Unknown, &s) == nil && s.ID != nil
+}
+
+// enc encodes one wire block with a writer.
+func enc(f func(w *writer)) ([]byte, error) {
+	w := &writer{}
+	f(w)
+	return w.b, w.err
+}
+
+func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) {
+	add := func(f func(w *writer)) {
+		b, e := enc(f)
+		if e != nil && err == nil {
+			err = e
+		}
+		out = append(out, b)
+	}
+	switch m.Role {
+	case surface.RoleSystem:
+		if text, ok := joinText(m.Content); ok && strings.TrimSpace(text) != "" {
+			add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(laterSystemText(text)); w.raw(`}`) })
+		}
+		return "user", out, err
+	case surface.RoleUser:
+		for i := range m.Content {
+			b := &m.Content[i]
+			if b.Type != surface.BlockToolResult {
+				continue
+			}
+			if b.ToolCallID == "" {
+				return "", nil, fmt.Errorf("tool-result block %d has no toolCallId", i)
+			}
+			text, _ := joinText(b.Content)
+			add(func(w *writer) {
+				w.raw(`{"type":"tool_result","tool_use_id":`)
+				w.str(b.ToolCallID)
+				w.raw(`,"content":`)
+				w.str(text)
+				if b.IsError {
+					w.raw(`,"is_error":true`)
+				}
+				w.raw(`}`)
+			})
+		}
+		for i := range m.Content {
+			b := &m.Content[i]
+			switch b.Type {
+			case surface.BlockText:
+				if b.Text == "" {
+					continue
+				}
+				add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(b.Text); w.raw(`}`) })
+			case "image":
+				img, e := imageOf(b)
+				if e != nil {
+					return "", nil, fmt.Errorf("image block %d: %w", i, e)
+				}
+				add(func(w *writer) {
+					if img.URL != "" {
+						w.raw(`{"type":"image","source":{"type":"url","url":`)
+						w.str(img.URL)
+					} else {
+						w.raw(`{"type":"image","source":{"type":"base64","media_type":`)
+						w.str(img.mediaType())
+						w.raw(`,"data":`)
+						w.str(img.Data)
+					}
+					w.raw(`}}`)
+				})
+			}
+		}
+		return "user", out, err
+	case surface.RoleAssistant:
+		for i := range m.Content {
+			b := &m.Content[i]
+			switch b.Type {
+			case surface.BlockReasoning:
+				sig := signatureOf(b)
+				if sig == "" {
+					continue
+				}
+				add(func(w *writer) {
+					w.raw(`{"type":"thinking","thinking":`)
+					w.str(b.Text)
+					w.raw(`,"signature":`)
+					w.str(sig)
+					w.raw(`}`)
+				})
+			case surface.BlockText:
+				if b.Text == "" {
+					continue
+				}
+				add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(b.Text); w.raw(`}`) })
+			case surface.BlockToolCall:
+				if b.ID == "" || b.Name == "" {
+					return "", nil, fmt.Errorf("tool-call block %d needs an id and a name", i)
+				}
+				add(func(w *writer) {
+					w.raw(`{"type":"tool_use","id":`)
+					w.str(b.ID)
+					w.raw(`,"name":`)
+					w.str(b.Name)
+					w.raw(`,"input":`)
+					w.b = append(w.b, argumentsObject(b.Arguments)...)
+					w.raw(`}`)
+				})
+			}
+		}
+		return "assistant", out, err
+	}
+	return "", nil, fmt.Errorf("role %q cannot be sent", m.Role)
+}
+
+// argumentsObject returns a tool call's arguments as a compact JSON
+// object: {} when they are empty or not an object.
+func argumentsObject(args string) []byte {
+	v := jsontext.Value(args)
+	if v.Kind() != '{' || !v.IsValid() {
+		return []byte(`{}`)
+	}
+	c, err := jsontext.AppendFormat(nil, v)
+	if err != nil {
+		return []byte(`{}`)
+	}
+	return c
+}
+
+// signatureOf returns the provider signature a block recorded (Anthropic's
+// thinking signature, Gemini's thoughtSignature), kept in the block's
+// "signature" member.
+func signatureOf(b *surface.Block) string {
+	if len(b.Unknown) == 0 {
+		return ""
+	}
+	var s struct {
+		Signature string `json:"signature"`
+	}
+	if json.Unmarshal(b.Unknown, &s) != nil {
+		return ""
+	}
+	return s.Signature
+}
+
+// image is the content of an image block.
+type image struct {
+	URL       string `json:"url"`
+	Data      string `json:"data"`
+	MediaType string `json:"mediaType"`
+	MimeType  string `json:"mimeType"`
+}
+
+func (i *image) mediaType() string {
+	if i.MediaType != "" {
+		return i.MediaType
+	}
+	return i.MimeType
+}
+
+func imageOf(b *surface.Block) (*image, error) {
+	var img image
+	if len(b.Unknown) == 0 {
+		return nil, errors.New("it has neither url nor data")
+	}
+	if err := json.Unmarshal(b.Unknown, &img); err != nil {
+		return nil, fmt.Errorf("unreadable: %w", err)
+	}
+	switch {
+	case img.URL != "":
+	case img.Data == "":
+		return nil, errors.New("it has neither url nor data")
+	case img.mediaType() == "":
+		return nil, errors.New("it has data but no mediaType")
+	}
+	return &img, nil
+}
+
+// toolDecl is a tool schema reduced to what every API sends.
+type toolDecl struct {
+	name        string
+	description *string
+	params      []byte // compact JSON Schema of the arguments
+}
+
+// toolOf reads a tool schema in any form EncodeRequest accepts: the OpenAI
+// function form, an MCP-style {name, description, inputSchema}, or
+// {name, description, parameters}. A schema without parameters takes
+// {"type":"object","properties":{}}.
+func toolOf(t jsontext.Value) (*toolDecl, error) {
+	compact, err := jsontext.AppendFormat(nil, t)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if jsontext.Value(compact).Kind() != '{' {
+		return nil, errors.New("a tool schema must be a JSON object")
+	}
+	type fn struct {
+		Name        string         `json:"name"`
+		Description *string        `json:"description"`
+		Parameters  jsontext.Value `json:"parameters"`
+		InputSchema jsontext.Value `json:"inputSchema"`
+	}
+	var head struct {
+		Type     string `json:"type"`
+		Function *fn    `json:"function"`
+	}
+	var f fn
+	if err := json.Unmarshal(compact, &head); err != nil {
+		return nil, fmt.Errorf("unreadable schema: %w", err)
+	}
+	if err := json.Unmarshal(compact, &f); err != nil {
+		return nil, fmt.Errorf("unreadable schema: %w", err)
+	}
+	if head.Type == "function" && head.Function != nil {
+		f = *head.Function
+	}
+	if f.Name == "" {
+		return nil, errors.New("the schema has no name")
+	}
+	d := &toolDecl{name: f.Name, description: f.Description, params: f.Parameters}
+	if len(d.params) == 0 {
+		d.params = f.InputSchema
+	}
+	if len(d.params) == 0 {
+		d.params = []byte(`{"type":"object","properties":{}}`)
+	}
+	return d, nil
+}

@@ -1,0 +1,229 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/weirhost/weir/surface"
+)
+
+// EncodeGemini returns the exact body of the streamGenerateContent call for
+// req, a pure function of req (the model is in the URL, not the body).
+// Members, in this order: systemInstruction (when the head message is a
+// system message with text), contents, tools (when any: one
+// {"functionDeclarations":[...]} entry, each {name, description,
+// parametersJsonSchema}: tool schemas are JSON Schema, which that member
+// takes as is, where "parameters" takes only an OpenAPI subset),
+// generationConfig (when the config sets temperature, maxTokens or stop:
+// temperature, maxOutputTokens, stopSequences). The config's
+// reasoningEffort is not sent.
+//
+// Node 0: a leading system message becomes systemInstruction {parts:
+// [{text}]}; an empty head sends none. A later system message is sent at
+// its position as user text wrapped in <system>…</system> (contents have
+// only the roles user and model).
+//
+// Contents: user text → {text} parts, an image → inlineData {mimeType,
+// data} (base64) or fileData {fileUri} (url); a tool result →
+// functionResponse {name, response: {"output": text}} or {"error": text}
+// for a failed call, its name found from the call it answers; assistant
+// text → {text}, a tool call → functionCall {name, args} (an empty or
+// non-object argument string is sent as {}) with its recorded
+// thoughtSignature; reasoning is not sent back. Consecutive wire messages
+// of one role are merged, so the responses to parallel calls share one
+// content, as the API asks.
+//
+// Gemini caches implicitly; the body carries no cache markers.
+func EncodeGemini(req *Request) ([]byte, error) {
+	if req == nil {
+		return nil, errors.New("llm: encode: nil request")
+	}
+	if req.Config.Model == "" {
+		return nil, errors.New("llm: encode: the request names no model (config.model is empty)")
+	}
+	var msgs []wireMessage
+	system, hasSystem, start := systemHead(req)
+	names := map[string]string{} // tool call id → name
+	for i := start; i < len(req.Messages); i++ {
+		m := req.Messages[i]
+		if m == nil {
+			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
+		}
+		role, parts, err := geminiParts(m, names)
+		if err != nil {
+			return nil, fmt.Errorf("llm: encode: message %d (id %q): %w", i, m.ID, err)
+		}
+		msgs, _ = merge(msgs, role, parts)
+	}
+	if len(msgs) == 0 {
+		return nil, errors.New("llm: encode: the request has no message to send")
+	}
+	w := &writer{b: make([]byte, 0, 256+estimateSize(req))}
+	w.raw(`{`)
+	if hasSystem {
+		w.raw(`"systemInstruction":{"parts":[{"text":`)
+		w.str(system)
+		w.raw(`}]},`)
+	}
+	w.raw(`"contents":[`)
+	for i, m := range msgs {
+		if i > 0 {
+			w.raw(`,`)
+		}
+		w.raw(`{"role":`)
+		w.str(m.role)
+		w.raw(`,"parts":[`)
+		for j, p := range m.blocks {
+			if j > 0 {
+				w.raw(`,`)
+			}
+			w.b = append(w.b, p...)
+		}
+		w.raw(`]}`)
+	}
+	w.raw(`]`)
+	if len(req.Tools) > 0 {
+		w.raw(`,"tools":[{"functionDeclarations":[`)
+		for i, t := range req.Tools {
+			d, err := toolOf(t)
+			if err != nil {
+				return nil, fmt.Errorf("llm: encode: tool %d: %w", i, err)
+			}
+			if i > 0 {
+				w.raw(`,`)
+			}
+			w.raw(`{"name":`)
+			w.str(d.name)
+			if d.description != nil {
+				w.raw(`,"description":`)
+				w.str(*d.description)
+			}
+			w.raw(`,"parametersJsonSchema":`)
+			w.b = append(w.b, d.params...)
+			w.raw(`}`)
+		}
+		w.raw(`]}]`)
+	}
+	c := &req.Config
+	if c.Temperature != nil || c.MaxTokens != nil || len(c.Stop) > 0 {
+		w.raw(`,"generationConfig":{`)
+		n := len(w.b)
+		if err := w.sampling(c, "temperature", "stopSequences"); err != nil {
+			return nil, err
+		}
+		if c.MaxTokens != nil {
+			w.raw(`,"maxOutputTokens":`)
+			w.b = strconv.AppendInt(w.b, *c.MaxTokens, 10)
+		}
+		// The members were written each with a leading comma.
+		w.b = append(w.b[:n], w.b[n+1:]...)
+		w.raw(`}`)
+	}
+	w.raw(`}`)
+	if w.err != nil {
+		return nil, fmt.Errorf("llm: encode: %w", w.err)
+	}
+	return w.b, nil
+}
+
+func geminiParts(m *surface.Message, names map[string]string) (role string, out [][]byte, err error) {
+	add := func(f func(w *writer)) {
+		b, e := enc(f)
+		if e != nil && err == nil {
+			err = e
+		}
+		out = append(out, b)
+	}
+	text := func(s string) { add(func(w *writer) { w.raw(`{"text":`); w.str(s); w.raw(`}`) }) }
+	switch m.Role {
+	case surface.RoleSystem:
+		if t, ok := joinText(m.Content); ok && strings.TrimSpace(t) != "" {
+			text(laterSystemText(t))
+		}
+		return "user", out, err
+	case surface.RoleUser:
+		for i := range m.Content {
+			b := &m.Content[i]
+			switch b.Type {
+			case surface.BlockToolResult:
+				if b.ToolCallID == "" {
+					return "", nil, fmt.Errorf("tool-result block %d has no toolCallId", i)
+				}
+				name, ok := names[b.ToolCallID]
+				if !ok {
+					return "", nil, fmt.Errorf("tool-result block %d answers call %q, which no earlier message makes (Gemini needs the function name)", i, b.ToolCallID)
+				}
+				out0, _ := joinText(b.Content)
+				key := "output"
+				if b.IsError {
+					key = "error"
+				}
+				add(func(w *writer) {
+					w.raw(`{"functionResponse":{"name":`)
+					w.str(name)
+					w.raw(`,"response":{"` + key + `":`)
+					w.str(out0)
+					w.raw(`}}}`)
+				})
+			case surface.BlockText:
+				if b.Text != "" {
+					text(b.Text)
+				}
+			case "image":
+				img, e := imageOf(b)
+				if e != nil {
+					return "", nil, fmt.Errorf("image block %d: %w", i, e)
+				}
+				add(func(w *writer) {
+					if img.URL != "" {
+						w.raw(`{"fileData":{"fileUri":`)
+						w.str(img.URL)
+						if mt := img.mediaType(); mt != "" {
+							w.raw(`,"mimeType":`)
+							w.str(mt)
+						}
+					} else {
+						w.raw(`{"inlineData":{"mimeType":`)
+						w.str(img.mediaType())
+						w.raw(`,"data":`)
+						w.str(img.Data)
+					}
+					w.raw(`}}`)
+				})
+			}
+		}
+		return "user", out, err
+	case surface.RoleAssistant:
+		for i := range m.Content {
+			b := &m.Content[i]
+			switch b.Type {
+			case surface.BlockText:
+				if b.Text != "" {
+					text(b.Text)
+				}
+			case surface.BlockToolCall:
+				if b.ID == "" || b.Name == "" {
+					return "", nil, fmt.Errorf("tool-call block %d needs an id and a name", i)
+				}
+				names[b.ID] = b.Name
+				sig := signatureOf(b)
+				add(func(w *writer) {
+					w.raw(`{"functionCall":{"name":`)
+					w.str(b.Name)
+					w.raw(`,"args":`)
+					w.b = append(w.b, argumentsObject(b.Arguments)...)
+					w.raw(`}`)
+					if sig != "" {
+						w.raw(`,"thoughtSignature":`)
+						w.str(sig)
+					}
+					w.raw(`}`)
+				})
+			}
+		}
+		return "model", out, err
+	}
+	return "", nil, fmt.Errorf("role %q cannot be sent", m.Role)
+}

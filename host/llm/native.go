@@ -1,0 +1,355 @@
+package llm
+
+import (
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/surface"
+)
+
+// signed is the Unknown member of a block carrying signature sig.
+func signed(sig string) jsontext.Value {
+	if sig == "" {
+		return nil
+	}
+	b, _ := jsontext.AppendQuote([]byte(`{"signature":`), sig)
+	return append(b, '}')
+}
+
+func (a *assembler) native() bool { return a.api == APIAnthropic || a.api == APIGemini }
+
+// feedNative is feed for the Anthropic and Gemini streams.
+func (a *assembler) feedNative(data []byte, name string) (kept []byte, isJSON bool) {
+	isJSON = jsontext.Value(data).IsValid()
+	kept = data
+	if !isJSON {
+		kept = sanitize(data)
+		if name != "error" && name != "ping" {
+			if a.malformed == 0 {
+				a.firstMalformed = shorten(string(kept))
+			}
+			a.malformed++
+		}
+	}
+	a.applyNative(kept, isJSON, name)
+	return kept, isJSON
+}
+
+// applyNative folds one Anthropic or Gemini payload.
+func (a *assembler) applyNative(p []byte, isJSON bool, name string) {
+	if !isJSON {
+		if name == "error" {
+			q, _ := jsontext.AppendQuote(nil, p)
+			a.failure = q
+			a.progress++
+		}
+		return
+	}
+	if a.api == APIAnthropic {
+		a.anthropic(p, name)
+	} else {
+		a.gemini(p)
+	}
+}
+
+// anthropicUsage is the usage object of message_start (message.usage) and
+// message_delta (usage). input_tokens excludes the cache reads and writes.
+type anthropicUsage struct {
+	Input      count `json:"input_tokens"`
+	CacheWrite count `json:"cache_creation_input_tokens"`
+	CacheRead  count `json:"cache_read_input_tokens"`
+	Output     count `json:"output_tokens"`
+}
+
+type anthropicEvent struct {
+	Type    string `json:"type"`
+	Index   *int   `json:"index"`
+	Message *struct {
+		Usage *anthropicUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock *struct {
+		Type     string `json:"type"`
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *anthropicUsage `json:"usage"`
+	Error jsontext.Value  `json:"error"`
+	// Content and StopReason are those of a whole Message, the body of a
+	// server that answered without streaming.
+	Content []struct {
+		Type      string         `json:"type"`
+		Text      string         `json:"text"`
+		Thinking  string         `json:"thinking"`
+		Signature string         `json:"signature"`
+		ID        string         `json:"id"`
+		Name      string         `json:"name"`
+		Input     jsontext.Value `json:"input"`
+	} `json:"content"`
+	StopReason string `json:"stop_reason"`
+}
+
+// anthropic folds one event of the Messages stream: message_start
+// (usage), content_block_start (a text, thinking or tool_use block),
+// content_block_delta (text_delta, thinking_delta, signature_delta,
+// input_json_delta), content_block_stop, message_delta (stop_reason and
+// cumulative usage), message_stop, ping and error. The event's type is the
+// SSE event name, else the payload's "type".
+func (a *assembler) anthropic(p []byte, name string) {
+	var ev anthropicEvent
+	if json.Unmarshal(p, &ev, lenient) != nil {
+		if name == "error" {
+			a.failure = jsontext.Value(append([]byte(nil), p...))
+			a.progress++
+		}
+		return
+	}
+	typ := name
+	if typ == "" || typ == "message" {
+		typ = ev.Type
+	}
+	switch typ {
+	case "message":
+		// A whole Message: the server ignored stream:true.
+		for i, b := range ev.Content {
+			switch b.Type {
+			case "text":
+				a.block(i, DeltaText)
+				a.text(DeltaText, b.Text)
+			case "thinking":
+				a.block(i, DeltaReasoning)
+				a.text(DeltaReasoning, b.Thinking)
+				a.parts[len(a.parts)-1].sig = b.Signature
+			case "tool_use":
+				n := i
+				a.tool(&toolDelta{Index: &n, ID: b.ID, Name: b.Name, Arguments: textField{s: string(argumentsObject(string(b.Input))), set: true}})
+			}
+		}
+		if ev.Usage != nil {
+			a.anthropicUsage(ev.Usage)
+		}
+		if ev.StopReason != "" {
+			a.finish, a.finished = ev.StopReason, true
+		}
+		a.stopped = true
+		a.progress++
+	case "message_start":
+		if ev.Message != nil && ev.Message.Usage != nil {
+			a.anthropicUsage(ev.Message.Usage)
+		}
+	case "content_block_start":
+		b := ev.ContentBlock
+		if b == nil || ev.Index == nil {
+			return
+		}
+		switch b.Type {
+		case "text":
+			a.block(*ev.Index, DeltaText)
+			if b.Text != "" {
+				a.text(DeltaText, b.Text)
+			}
+		case "thinking":
+			a.block(*ev.Index, DeltaReasoning)
+			if b.Thinking != "" {
+				a.text(DeltaReasoning, b.Thinking)
+			}
+		case "tool_use":
+			a.tool(&toolDelta{Index: ev.Index, ID: b.ID, Name: b.Name})
+		}
+	case "content_block_delta":
+		d := ev.Delta
+		if d == nil || ev.Index == nil {
+			return
+		}
+		switch d.Type {
+		case "text_delta":
+			if d.Text != "" {
+				a.text(DeltaText, d.Text)
+			}
+		case "thinking_delta":
+			if d.Thinking != "" {
+				a.text(DeltaReasoning, d.Thinking)
+			}
+		case "signature_delta":
+			if n := len(a.parts); n > 0 && a.parts[n-1].kind == DeltaReasoning {
+				a.parts[n-1].sig += d.Signature
+				a.progress++
+			}
+		case "input_json_delta":
+			if a.byIndex[*ev.Index] != nil {
+				a.tool(&toolDelta{Index: ev.Index, Arguments: textField{s: d.PartialJSON, set: true}})
+			}
+		}
+	case "message_delta":
+		if ev.Delta != nil && ev.Delta.StopReason != "" {
+			a.finish, a.finished = ev.Delta.StopReason, true
+			a.progress++
+		}
+		if ev.Usage != nil {
+			a.anthropicUsage(ev.Usage)
+		}
+	case "message_stop":
+		a.stopped = true
+		a.progress++
+	case "error":
+		a.failure = ev.Error
+		if len(a.failure) == 0 {
+			a.failure = jsontext.Value(append([]byte(nil), p...))
+		}
+		a.progress++
+	}
+}
+
+// block starts a new text or reasoning part for content block index, so
+// that two blocks of one kind stay two blocks when the API sent two.
+func (a *assembler) block(index int, kind DeltaKind) {
+	if n := len(a.parts); n > 0 && a.parts[n-1].kind == kind && a.parts[n-1].text.Len() > 0 {
+		a.parts = append(a.parts, &part{kind: kind})
+	}
+}
+
+// anthropicUsage merges usage: message_delta's counts are cumulative and
+// replace the ones message_start gave, member by member.
+func (a *assembler) anthropicUsage(u *anthropicUsage) {
+	if a.usage == nil {
+		a.usage = &surface.Usage{}
+	}
+	if u.Input.set {
+		a.usage.Input = u.Input.n
+	}
+	if u.CacheRead.set {
+		a.usage.CacheRead = u.CacheRead.n
+	}
+	if u.CacheWrite.set {
+		a.usage.CacheWrite = u.CacheWrite.n
+	}
+	if u.Output.set {
+		a.usage.Output = u.Output.n
+	}
+	a.progress++
+}
+
+// geminiUsage is usageMetadata. promptTokenCount includes
+// cachedContentTokenCount; candidatesTokenCount excludes
+// thoughtsTokenCount; toolUsePromptTokenCount is input of tool use.
+type geminiUsage struct {
+	Prompt     count `json:"promptTokenCount"`
+	Cached     count `json:"cachedContentTokenCount"`
+	Candidates count `json:"candidatesTokenCount"`
+	Thoughts   count `json:"thoughtsTokenCount"`
+	ToolPrompt count `json:"toolUsePromptTokenCount"`
+}
+
+type geminiChunk struct {
+	Candidates []struct {
+		Index   int `json:"index"`
+		Content *struct {
+			Parts []struct {
+				Text             *string `json:"text"`
+				Thought          bool    `json:"thought"`
+				ThoughtSignature string  `json:"thoughtSignature"`
+				FunctionCall     *struct {
+					ID   string         `json:"id"`
+					Name string         `json:"name"`
+					Args jsontext.Value `json:"args"`
+				} `json:"functionCall"`
+			} `json:"parts"`
+		} `json:"content"`
+		FinishReason string `json:"finishReason"`
+	} `json:"candidates"`
+	UsageMetadata *geminiUsage   `json:"usageMetadata"`
+	ResponseID    string         `json:"responseId"`
+	Error         jsontext.Value `json:"error"`
+}
+
+// gemini folds one GenerateContentResponse chunk of the
+// streamGenerateContent?alt=sse stream: candidate 0's parts (text, thought
+// text, whole functionCalls), its finishReason, and usageMetadata (each
+// chunk's replaces the last). A chunk {"error":{...}} fails the stream.
+// A functionCall without an id gets "<responseId>-<n>" (or "call_<n>"),
+// n its position among the reply's calls. A JSON array of chunks (the
+// body without alt=sse) is read chunk by chunk.
+func (a *assembler) gemini(p []byte) {
+	if jsontext.Value(p).Kind() == '[' {
+		// The array a server sends for streamGenerateContent without
+		// alt=sse: the chunks in one JSON body.
+		var all []jsontext.Value
+		if json.Unmarshal(p, &all, lenient) == nil {
+			for _, c := range all {
+				a.gemini(c)
+			}
+		}
+		return
+	}
+	var c geminiChunk
+	if json.Unmarshal(p, &c, lenient) != nil {
+		return
+	}
+	if len(c.Error) > 0 && c.Error.Kind() != 'n' {
+		a.failure = c.Error
+		a.progress++
+		return
+	}
+	for i := range c.Candidates {
+		cand := &c.Candidates[i]
+		if cand.Index != 0 {
+			continue
+		}
+		if cand.Content != nil {
+			for _, part := range cand.Content.Parts {
+				switch {
+				case part.FunctionCall != nil:
+					n := len(a.calls)
+					id := part.FunctionCall.ID
+					if id == "" && c.ResponseID != "" {
+						id = c.ResponseID + "-" + strconv.Itoa(n)
+					}
+					args := part.FunctionCall.Args
+					if len(args) == 0 {
+						args = jsontext.Value(`{}`)
+					}
+					compact, err := jsontext.AppendFormat(nil, args)
+					if err != nil {
+						compact = args
+					}
+					a.tool(&toolDelta{Index: &n, ID: id, Name: part.FunctionCall.Name,
+						Arguments: textField{s: string(compact), set: true}})
+					if part.ThoughtSignature != "" {
+						a.calls[n].sig = part.ThoughtSignature
+					}
+				case part.Text != nil && part.Thought:
+					if *part.Text != "" {
+						a.text(DeltaReasoning, *part.Text)
+					}
+				case part.Text != nil:
+					if *part.Text != "" {
+						a.text(DeltaText, *part.Text)
+					}
+				}
+			}
+		}
+		if cand.FinishReason != "" && cand.FinishReason != "FINISH_REASON_UNSPECIFIED" {
+			a.finish, a.finished = cand.FinishReason, true
+			a.progress++
+		}
+	}
+	if u := c.UsageMetadata; u != nil {
+		a.usage = &surface.Usage{
+			Input:     max(u.Prompt.n-u.Cached.n, 0) + u.ToolPrompt.n,
+			CacheRead: u.Cached.n,
+			Output:    u.Candidates.n + u.Thoughts.n,
+			Reasoning: u.Thoughts.n,
+		}
+		a.progress++
+	}
+}
