@@ -118,6 +118,10 @@ type PluginCall struct {
 // the messages (a logged surface message by seq, or inline) and the tools
 // (those of a logged request/header by seq, or inline).
 type CallEnvelope struct {
+	// API is the wire protocol the call went out in (llm.API), when the
+	// summarizer's model names one; "" reads as the API of the nearest
+	// earlier attempt.
+	API       llm.API          `json:"api,omitzero"`
 	Provider  string           `json:"provider"`
 	Model     string           `json:"model"`
 	MaxTokens int64            `json:"maxTokens,omitzero"`
@@ -244,6 +248,9 @@ func (v *View) summarizeBudgeted(ctx context.Context, req SummaryRequest) (*Summ
 // logged surface messages by seq, the latest header's tools by its seq.
 func (v *View) envelope(req *SummaryRequest) CallEnvelope {
 	env := CallEnvelope{Provider: req.Provider, Model: req.Model, MaxTokens: req.MaxTokens, Messages: make([]CallMessage, len(req.Messages))}
+	if a, ok := v.summarizer.(interface{ API() llm.API }); ok {
+		env.API = a.API()
+	}
 	log := v.s.log
 	byID := map[string]int64{}
 	for _, n := range log.Surface() {
@@ -375,7 +382,9 @@ func CallRequest(events []surface.Event, seq int64, sessionID string) (*llm.Requ
 	default:
 		req.Tools = c.Request.Tools
 	}
-	return req.request(sessionID), nil
+	r := req.request(sessionID)
+	r.API = c.Request.API
+	return r, nil
 }
 
 // PluginUsage sums the model calls one plugin caused in a session.

@@ -121,6 +121,15 @@ type modelSummarizer struct {
 	session string
 }
 
+// API is the wire protocol of the conversation's model, when it names
+// one (the HTTP clients do; a scripted model does not).
+func (m *modelSummarizer) API() llm.API {
+	if a, ok := m.model.(interface{ API() llm.API }); ok {
+		return a.API()
+	}
+	return ""
+}
+
 func (m *modelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (*SummaryResult, error) {
 	r, err := m.model.Stream(ctx, req.request(m.session), nil)
 	if err != nil {

@@ -66,7 +66,9 @@ func RequestAt(events []surface.Event, seq int64, sessionID string) (*llm.Reques
 		if err != nil {
 			return nil, err
 		}
-		r.API = nearestAPI(events, seq)
+		if r.API == "" {
+			r.API = nearestAPI(events, seq)
+		}
 		return r, nil
 	default:
 		return nil, fmt.Errorf("seq %d is a %s event: name a request/header, request/context, assistant/message, assistant/attempt or %s", seq, events[seq].Type, TypePluginCall)
@@ -110,8 +112,8 @@ func apiOf(e surface.Event) llm.API {
 
 // nearestAPI is the API of the settlement nearest before seq, else the
 // first after it: a plugin's model call (a compaction's summarization) goes
-// through the conversation's model, and its plugin/call event records no
-// stream.
+// through the conversation's model, and a plugin/call that records no API
+// (its model named none) went out in that model's.
 func nearestAPI(events []surface.Event, seq int64) llm.API {
 	for i := seq; i >= 0; i-- {
 		if settles(events[i].Type) {

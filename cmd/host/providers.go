@@ -146,7 +146,18 @@ func routeOverrides(cfg *config.Config, route host.Route) map[string][]byte {
 // routeProviders loads the configured plugins for the selected route and
 // makes one session's providers. Close the returned set when done.
 func routeProviders(ctx context.Context, e *env, cfg *config.Config, route host.Route, s *host.Session, log hclog.Logger) (*pluginSet, *providers, error) {
+	// A host tokenizer that decodes its vocabulary on first use (o200k,
+	// cl100k: about a second) is loaded beside the plugins, so that cost is
+	// not charged to the meter's first call deadline.
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		if l, ok := meternative.Counters()[cfg.Models[cfg.Model].Tokenizer].(interface{ Load() error }); ok {
+			l.Load() // an error surfaces on the first count, naming the tokenizer
+		}
+	}()
 	set, err := loadPlugins(ctx, e, cfg, log, routeOverrides(cfg, route))
+	<-loaded
 	if err != nil {
 		return nil, nil, err
 	}
