@@ -90,6 +90,15 @@ var genRoute = host.Route{Provider: "offline", Model: "gen", ContextWindow: 8192
 // as the surface nears the window.
 func generate(tb testing.TB, rt *plugin.Runtime, turns int) (string, []surface.Event) {
 	tb.Helper()
+	return generateWith(tb, rt, turns, func(*host.Session) host.SystemPromptProvider { return &host.SectionPrompt{} }, nil)
+}
+
+// promptFunc makes a session's prompt provider.
+type promptFunc func(s *host.Session) host.SystemPromptProvider
+
+// generateWith is generate with a prompt provider and host data.
+func generateWith(tb testing.TB, rt *plugin.Runtime, turns int, prompt promptFunc, data map[string]string) (string, []surface.Event) {
+	tb.Helper()
 	ctx := context.Background()
 	var replies []llm.ScriptReply
 	for i := 1; i <= turns; i++ {
@@ -109,7 +118,7 @@ func generate(tb testing.TB, rt *plugin.Runtime, turns int) (string, []surface.E
 	tool := &host.FuncTool{ToolName: "lookup", Description: "Look a topic up.", Parameters: jsontext.Value(`{"type":"object","properties":{"topic":{"type":"string"}}}`), Fn: lookup}
 	sections := []host.Section{{Key: "base", Text: "You are a test assistant."}}
 	a, err := host.NewAgent(s, host.Config{Route: genRoute, Model: llm.NewScripted(&llm.Script{Replies: replies}),
-		Prompt: &host.SectionPrompt{}, Sections: sections, Tools: []host.Tool{tool},
+		Prompt: prompt(s), Data: data, Sections: sections, Tools: []host.Tool{tool},
 		Compactors: compactors, Meter: meter, Summarizer: &fixedSummarizer{}})
 	require.NoError(tb, err)
 	for i := 1; i <= turns; i++ {
