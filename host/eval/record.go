@@ -56,6 +56,9 @@ type Recording struct {
 	Summaries map[[32]byte]Summary
 	// CompactAfter is a manual compaction after the last turn.
 	CompactAfter bool
+	// PromptPlugin is the recorded prompt provider's id (the source of
+	// the system messages), "system-prompt" when none is recorded.
+	PromptPlugin string
 }
 
 // Turn is one recorded turn.
@@ -166,6 +169,9 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
 			}
 			cur = surface.TextOf(d.Message.Content)
+			if rec.PromptPlugin == "" {
+				rec.PromptPlugin = d.Message.Source.Plugin
+			}
 			if n := len(rec.StepPrompts); n > 0 && turn != nil {
 				rec.StepPrompts[n-1] = cur
 			}
@@ -270,6 +276,9 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 		}
 	}
 	rec.CompactAfter = pendingCmp
+	if rec.PromptPlugin == "" {
+		rec.PromptPlugin = "system-prompt"
+	}
 	if len(rec.Replies) != len(rec.Requests) {
 		return nil, fmt.Errorf("eval: %d replies but %d rebuilt requests", len(rec.Replies), len(rec.Requests))
 	}

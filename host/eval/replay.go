@@ -148,7 +148,7 @@ func Replay(ctx context.Context, rec *Recording, set Set, opts Options) (*Result
 	a, err := host.NewAgent(d.s, host.Config{
 		Route:              route,
 		Model:              (*replayModel)(d),
-		Prompt:             &replayPrompt{d: d, id: promptID(rec)},
+		Prompt:             &replayPrompt{d: d, id: rec.PromptPlugin},
 		Compactors:         compactors,
 		Meter:              meter,
 		Summarizer:         sum,
@@ -233,8 +233,6 @@ func describe(r surface.EndReason) string {
 	}
 	return string(r.Kind)
 }
-
-func promptID(rec *Recording) string { return "system-prompt" }
 
 // observe counts compactions and plugin failures as the replay commits
 // them.
