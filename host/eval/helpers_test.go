@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -90,7 +91,26 @@ var genRoute = host.Route{Provider: "offline", Model: "gen", ContextWindow: 8192
 // as the surface nears the window.
 func generate(tb testing.TB, rt *plugin.Runtime, turns int) (string, []surface.Event) {
 	tb.Helper()
-	return generateWith(tb, rt, turns, func(*host.Session) host.SystemPromptProvider { return &host.SectionPrompt{} }, nil)
+	genMu.Lock()
+	defer genMu.Unlock()
+	if g, ok := generated[turns]; ok {
+		return g.id, g.events
+	}
+	id, events := generateWith(tb, rt, turns, func(*host.Session) host.SystemPromptProvider { return &host.SectionPrompt{} }, nil)
+	generated[turns] = genSession{id, events}
+	return id, events
+}
+
+// generated memoizes generate by turn count: the sessions are data, the
+// same whichever test asks first.
+var (
+	genMu     sync.Mutex
+	generated = map[int]genSession{}
+)
+
+type genSession struct {
+	id     string
+	events []surface.Event
 }
 
 // promptFunc makes a session's prompt provider.
