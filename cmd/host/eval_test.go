@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
+
+	"github.com/weirhost/weir/sdk/wasmbuild"
 )
 
 // host eval on the demo: the baseline reproduces every request, a set
@@ -88,4 +92,49 @@ func TestSnapshotCommand(t *testing.T) {
 
 	r = runHost(t, dir, "", "snapshot", file)
 	require.Equal(t, 2, r.code)
+}
+
+// The walk-through in examples/eval shows the output of its command: run
+// it the same way (the same relative paths, in a folder of the test's own)
+// and compare, all but the timings.
+func TestEvalExampleIsCurrent(t *testing.T) {
+	root := repoRoot(t)
+	dir := t.TempDir()
+	for _, f := range []string{"examples/sessions/demo.jsonl", "examples/eval/compaction-basic.yaml", "examples/eval/pruner.yaml"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	paths, err := (&wasmbuild.Cache{}).Build(context.Background(), filepath.Join(root, "examples/pruner"))
+	require.NoError(t, err)
+	wasm, err := os.ReadFile(paths[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "examples/eval/pruner.wasm"), wasm, 0o644))
+
+	readme, err := os.ReadFile(filepath.Join(root, "examples/eval/README.md"))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(readme), "## Output\n\n```\n")
+	require.True(t, ok, "the README has no output block")
+	want, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+
+	r := runHost(t, dir, "", "eval", "examples/sessions/demo.jsonl",
+		"--set", "compaction-basic=examples/eval/compaction-basic.yaml",
+		"--set", "pruner=examples/eval/pruner.yaml",
+		"--probe", "embed/", "--chart", "examples/eval/demo.svg")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, untimed(want), untimed(r.stdout), "examples/eval/README.md shows another output: rerun its command and update it")
+}
+
+// untimed drops the lines that hold timings.
+func untimed(s string) string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		if strings.Contains(line, "plugin time") || strings.HasPrefix(line, "replayed in") {
+			continue
+		}
+		out = append(out, strings.TrimRight(line, " "))
+	}
+	return strings.Join(out, "\n")
 }
