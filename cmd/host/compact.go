@@ -3,11 +3,16 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 
 	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -19,12 +24,17 @@ func compactCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
 	var o runOptions
 	o.flags(fs, false)
+	dry := fs.Bool("dry-run", false, "run the configured compaction on an in-memory copy and print its receipt; nothing is written")
+	asJSON := fs.Bool("json", false, "with --dry-run: print the receipt as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usagef("usage: host compact [flags] SESSION")
+	}
+	if *asJSON && !*dry {
+		return usagef("--json needs --dry-run: a compaction that writes prints its result as text")
 	}
 	if _, err := os.Stat(pos[0]); err != nil {
 		return err
@@ -37,6 +47,9 @@ func compactCmd(e *env, args []string) error {
 	model, route, err := o.open(cfg, log)
 	if err != nil {
 		return err
+	}
+	if *dry {
+		return compactDryRun(e, cfg, model, route, pos[0], *asJSON)
 	}
 	s, err := host.OpenFile(pos[0])
 	if err != nil {
@@ -82,4 +95,87 @@ func compactCmd(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "surface: %d nodes → %d nodes; session %s\n", before, s.Log().NodeCount(), pos[0])
 	return nil
+}
+
+// compactDryRun runs the configured compaction on the session read into
+// memory (the file is opened for reading only, so not even a resume marker
+// is written) and prints the receipt.
+func compactDryRun(e *env, cfg *config.Config, model llm.Model, route host.Route, path string, asJSON bool) error {
+	ld, err := loadLog(path)
+	if err != nil {
+		return err
+	}
+	s := host.NewSession(ld.id, ld.log, nil)
+	log := newLogger(cfg.Log, e.stderr)
+	ctx, interrupted, stop := interrupts(e)
+	defer stop()
+	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
+	if err != nil {
+		return err
+	}
+	defer set.Close(ctx)
+	if len(prov.compactors) == 0 {
+		return fmt.Errorf("no compaction plugin is enabled in the configuration")
+	}
+	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
+		Sections: cfg.Sections(cfg.Model), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
+	if err != nil {
+		return err
+	}
+	r, err := a.CompactDryRun(ctx)
+	if interrupted() {
+		return &exitStatus{code: 130, msg: "interrupted: the dry run was cancelled; nothing was written"}
+	}
+	if err != nil {
+		return fmt.Errorf("the compaction failed (dry run, nothing was written): %w", err)
+	}
+	if asJSON {
+		return writeJSON(e.stdout, r)
+	}
+	printReceipt(e.stdout, r, path)
+	return nil
+}
+
+// printReceipt prints a dry run's receipt.
+func printReceipt(w io.Writer, r *host.CompactReceipt, path string) {
+	fmt.Fprintf(w, "dry run on %s: nothing was written\n", path)
+	if !r.Changed {
+		fmt.Fprintf(w, "nothing to compact: the surface has %d nodes and no range after node 0 to replace\n", r.NodesBefore)
+	}
+	for _, c := range r.Compactions {
+		who := c.Provider
+		if c.CompactionID != "" && !strings.HasPrefix(c.CompactionID, "prune:") {
+			who += " (" + c.CompactionID + ")"
+		}
+		fmt.Fprintf(w, "\ncompaction by %s\n", termSafe(who))
+		if c.Error != "" {
+			fmt.Fprintf(w, "  failed: %s\n", termSafe(c.Error))
+		}
+		if c.Pruned > 0 {
+			fmt.Fprintf(w, "  tool results rewritten: %d (seqs %s)\n", c.Pruned, seqList(c.Shadowed))
+			continue
+		}
+		fmt.Fprintf(w, "  range: seq %d..%d\n  nodes shadowed: %d (seqs %s)\n", c.Start, c.End, len(c.Shadowed), seqList(c.Shadowed))
+		if c.TokensBefore > 0 || c.TokensAfter > 0 {
+			fmt.Fprintf(w, "  tokens: %d → %d\n", c.TokensBefore, c.TokensAfter)
+		}
+		if c.Checkpoint != "" {
+			fmt.Fprintln(w, "  checkpoint:")
+			for _, line := range strings.Split(c.Checkpoint, "\n") {
+				fmt.Fprintf(w, "    %s\n", termSafe(line))
+			}
+		}
+	}
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "plugin failure: %s: %s\n", termSafe(f.Plugin), termSafe(f.Error))
+	}
+	fmt.Fprintf(w, "\nsurface: %d nodes → %d nodes; summarize calls: %d\n", r.NodesBefore, r.NodesAfter, r.SummarizeCalls)
+}
+
+func seqList(seqs []int64) string {
+	parts := make([]string, len(seqs))
+	for i, s := range seqs {
+		parts[i] = strconv.FormatInt(s, 10)
+	}
+	return strings.Join(parts, " ")
 }

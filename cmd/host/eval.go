@@ -1,0 +1,398 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/sdk/tokenizer"
+)
+
+func init() {
+	register(&command{name: "eval", args: "SESSION", summary: "replay a recorded session through plugin sets offline and compare requests, tokens, cache, compactions and cost", run: evalCmd})
+}
+
+// setFlag collects --set NAME=CONFIG, repeatable.
+type setFlag []namedSet
+
+type namedSet struct{ name, file string }
+
+func (s *setFlag) String() string { return "" }
+
+func (s *setFlag) Set(v string) error {
+	name, file, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=CONFIG (CONFIG a configuration file, or empty for the configuration in use), got %q", v)
+	}
+	for _, o := range *s {
+		if o.name == name {
+			return fmt.Errorf("two sets are named %q", name)
+		}
+	}
+	*s = append(*s, namedSet{name, file})
+	return nil
+}
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func evalCmd(e *env, args []string) error {
+	started := time.Now()
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	var sets setFlag
+	var probes listFlag
+	fs.Var(&sets, "set", "a plugin set NAME=CONFIG: CONFIG is a configuration file whose plugins and sandbox apply, or empty for the configuration in use (the baseline, compared byte for byte with the recording); repeatable; default one set \"baseline\"")
+	configFile := fs.String("config", "", "the configuration in use (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	chart := fs.String("chart", "", "draw input tokens per request for every set into FILE.svg or FILE.png")
+	fs.Var(&probes, "probe", "a text to follow: the report names the last request that showed it to the model; repeatable")
+	probeFile := fs.String("probes", "", "a file of probes, one per line")
+	tok := fs.String("tokenizer", "", "count tokens with deepseek-v3, o200k, cl100k or heuristic (default: the recorded route's: deepseek-v3 for provider deepseek, else heuristic)")
+	prices := fs.String("prices", "", "the price table in dollars per million tokens, hit=X,miss=Y,output=Z (default DeepSeek's: hit=0.028,miss=0.28,output=0.42)")
+	sumRoute := fs.String("summarize-route", "", "a configured route whose model writes the summaries the recording lacks (this reaches the network); default none: an offline extractive summary")
+	maxSum := fs.Int("max-summaries", 10, "with --summarize-route: at most this many model calls per set; the rest are extractive")
+	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
+	fs.String("log-format", "", "log format: text or json")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("usage: host eval [flags] SESSION")
+	}
+	opts := eval.Options{Probes: probes}
+	if *probeFile != "" {
+		more, err := readProbes(*probeFile)
+		if err != nil {
+			return err
+		}
+		opts.Probes = append(opts.Probes, more...)
+	}
+	if opts.Prices, err = parsePrices(*prices); err != nil {
+		return usagef("--prices: %v", err)
+	}
+	if *tok != "" {
+		if opts.Counter, err = counterNamed(*tok); err != nil {
+			return usagef("--tokenizer: %v", err)
+		}
+	}
+	if *chart != "" && !strings.HasSuffix(*chart, ".svg") && !strings.HasSuffix(*chart, ".png") {
+		return usagef("--chart %s: the file must end in .svg or .png", *chart)
+	}
+	logFlags := config.FlagsFrom(fs, map[string]string{"log-level": "log.level", "log-format": "log.format"})
+	base, _, err := config.Load(config.Options{File: *configFile, Flags: logFlags})
+	if err != nil {
+		return configError(e, "eval", err)
+	}
+	log := newLogger(base.Log, e.stderr)
+	ld, err := loadLog(pos[0])
+	if err != nil {
+		return err
+	}
+	rec, err := eval.Record(ld.id, ld.log.Events())
+	if err != nil {
+		return err
+	}
+	if *sumRoute != "" {
+		cfg, _, err := config.Load(config.Options{File: *configFile, Flags: append(logFlags, config.Flag{Name: "summarize-route", Key: "model", Value: *sumRoute})})
+		if err != nil {
+			return configError(e, "eval", err)
+		}
+		m, _, err := (&runOptions{}).open(cfg, log)
+		if err != nil {
+			return fmt.Errorf("--summarize-route %s: %w", *sumRoute, err)
+		}
+		opts.Summaries = eval.SummaryOptions{Model: m, MaxCalls: *maxSum}
+	}
+	if len(sets) == 0 {
+		sets = setFlag{{name: "baseline"}}
+	}
+	ctx, interrupted, stop := interrupts(e)
+	defer stop()
+	var results []*eval.Result
+	for _, ns := range sets {
+		cfg := base
+		if ns.file != "" {
+			if cfg, _, err = config.Load(config.Options{File: ns.file, Flags: logFlags}); err != nil {
+				return fmt.Errorf("set %q: %w", ns.name, explain(err))
+			}
+		}
+		res, err := replaySet(ctx, e, cfg, rec, ns, opts, log)
+		if interrupted() {
+			return &exitStatus{code: 130, msg: "interrupted: the replay was cancelled; nothing was written"}
+		}
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	elapsed := time.Since(started)
+	if *chart != "" {
+		if err := eval.Chart(results, *chart); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, evalJSON{Session: ld.id, Assumption: assumption, Recorded: len(rec.Requests),
+			Prices: orDefault(opts.Prices), Sets: results, ElapsedMs: elapsed.Milliseconds()})
+	}
+	printEval(e.stdout, pos[0], rec, results, orDefault(opts.Prices))
+	if *chart != "" {
+		fmt.Fprintf(e.stdout, "\nchart: %s\n", *chart)
+	}
+	fmt.Fprintf(e.stdout, "\nreplayed in %s\n", elapsed.Round(time.Millisecond))
+	return nil
+}
+
+const assumption = "open-loop replay: the recorded replies are taken as fixed; a set that shows the model less would have received other replies in reality"
+
+type evalJSON struct {
+	Session    string         `json:"session"`
+	Assumption string         `json:"assumption"`
+	Recorded   int            `json:"recordedRequests"`
+	Prices     eval.Prices    `json:"prices"`
+	Sets       []*eval.Result `json:"sets"`
+	ElapsedMs  int64          `json:"elapsedMs"`
+}
+
+func orDefault(p eval.Prices) eval.Prices {
+	if p == (eval.Prices{}) {
+		return eval.DeepSeekPrices
+	}
+	return p
+}
+
+// replaySet loads a set's plugins and replays the recording through them.
+func replaySet(ctx context.Context, e *env, cfg *config.Config, rec *eval.Recording, ns namedSet, opts eval.Options, log hclog.Logger) (*eval.Result, error) {
+	counter := opts.Counter
+	if counter == nil {
+		counter = eval.RouteCounter(rec.Route)
+	}
+	set, err := loadPlugins(ctx, e, cfg, log, evalOverrides(cfg, rec.Route, counter.Name()))
+	if err != nil {
+		return nil, fmt.Errorf("set %q: %w", ns.name, err)
+	}
+	defer set.Close(ctx)
+	s := eval.Set{Name: ns.name, Baseline: ns.file == "", Providers: func(sess *host.Session) ([]host.CompactionProvider, host.Meter, error) {
+		p, err := set.forSession(sess)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.compactors, p.meter, nil
+	}}
+	if f, ok := e.stderr.(*os.File); ok && isTerminal(f) {
+		opts.Progress = progressBar(e.stderr, ns.name)
+		defer fmt.Fprint(e.stderr, "\r\x1b[K")
+	}
+	return eval.Replay(ctx, rec, s, opts)
+}
+
+// evalOverrides adapts the plugins to the recorded route, as run does for
+// the selected one: the meter prices it with the report's tokenizer, and
+// on the offline route compaction-basic gets a headroom that fits its
+// small window unless the configuration sets its own.
+func evalOverrides(cfg *config.Config, route host.Route, tokenizerName string) map[string][]byte {
+	out := map[string][]byte{"token-meter": meterConfig(route, tokenizerName)}
+	if p, ok := cfg.Plugin("compaction-basic"); ok && len(p.Config) <= 2 && route.Provider == "offline" {
+		out["compaction-basic"] = []byte(fmt.Sprintf(`{"headroomTokens": %d}`, route.ContextWindow/8))
+	}
+	return out
+}
+
+// progressBar draws a one-line bar on a terminal.
+func progressBar(w io.Writer, name string) func(done, total int) {
+	last := time.Time{}
+	return func(done, total int) {
+		if total == 0 || (done < total && time.Since(last) < 100*time.Millisecond) {
+			return
+		}
+		last = time.Now()
+		const width = 30
+		fill := done * width / total
+		fmt.Fprintf(w, "\r\x1b[K%s [%s%s] %d/%d requests", termSafe(name), strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total)
+	}
+}
+
+func readProbes(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--probes: %w", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out, sc.Err()
+}
+
+func parsePrices(s string) (eval.Prices, error) {
+	if s == "" {
+		return eval.Prices{}, nil
+	}
+	p := eval.DeepSeekPrices
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		f, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil || f < 0 {
+			return p, fmt.Errorf("%q is not KEY=DOLLARS (a number ≥ 0)", kv)
+		}
+		switch k {
+		case "hit":
+			p.CacheHit = f
+		case "miss":
+			p.CacheMiss = f
+		case "output":
+			p.Output = f
+		default:
+			return p, fmt.Errorf("unknown price %q: use hit, miss or output", k)
+		}
+	}
+	return p, nil
+}
+
+func counterNamed(name string) (tokenizer.Counter, error) {
+	if name == "heuristic" {
+		return tokenizer.Heuristic, nil
+	}
+	open, ok := tokenizers[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown tokenizer %q: use deepseek-v3, o200k, cl100k or heuristic", name)
+	}
+	return open()
+}
+
+// printEval prints the report, one column per set.
+func printEval(w io.Writer, path string, rec *eval.Recording, results []*eval.Result, p eval.Prices) {
+	fmt.Fprintf(w, "eval of %s: %d turns, %d recorded requests\n", path, len(rec.Turns), len(rec.Requests))
+	fmt.Fprintf(w, "method: %s\n", assumption)
+	if len(results) > 0 {
+		fmt.Fprintf(w, "tokenizer %s · context window %d · prices $/M tokens: cache hit %g, cache miss %g, output %g\n\n",
+			results[0].Tokenizer, results[0].Window, p.CacheHit, p.CacheMiss, p.Output)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(label string, f func(r *eval.Result) string) {
+		fmt.Fprintf(tw, "%-34s\t", label)
+		for _, r := range results {
+			fmt.Fprintf(tw, "%s\t", f(r))
+		}
+		fmt.Fprintln(tw)
+	}
+	row("", func(r *eval.Result) string { return termSafe(r.Set) })
+	row("requests", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Requests) })
+	row("reproduced byte for byte", func(r *eval.Result) string {
+		if !r.Baseline {
+			return "-"
+		}
+		return fmt.Sprintf("%d/%d", r.Totals.Reproduced, len(rec.Requests))
+	})
+	row("input tokens", func(r *eval.Result) string { return strconv.FormatInt(r.Totals.InputTokens, 10) })
+	row("cached prefix tokens", func(r *eval.Result) string { return strconv.FormatInt(r.Totals.CachedTokens, 10) })
+	row("output tokens (recorded)", func(r *eval.Result) string { return strconv.FormatInt(r.Totals.OutputTokens, 10) })
+	row("prefix breaks", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Breaks.Total()) })
+	row("  prompt change", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Breaks.Prompt) })
+	row("  tool change", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Breaks.Tools) })
+	row("  compaction", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Breaks.Compaction) })
+	row("  other", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Breaks.Other) })
+	row("compactions", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Compactions) })
+	row("summarize calls", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Summaries.Total()) })
+	row("  reused from the log", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Summaries.Reused) })
+	row("  offline (extractive)", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Summaries.Offline) })
+	row("  model", func(r *eval.Result) string { return strconv.Itoa(r.Totals.Summaries.Model) })
+	row("peak input tokens", func(r *eval.Result) string { return strconv.FormatInt(r.Totals.PeakTokens, 10) })
+	row("requests over the window", func(r *eval.Result) string { return strconv.Itoa(r.Totals.OverWindow) })
+	row("plugin time", func(r *eval.Result) string { return (time.Duration(r.Totals.PluginMs) * time.Millisecond).String() })
+	row("plugin failures", func(r *eval.Result) string { return strconv.Itoa(r.Totals.PluginFailures) })
+	row("est. cost $", func(r *eval.Result) string { return fmt.Sprintf("%.6f", r.Totals.Cost.Total) })
+	row("  cache hit", func(r *eval.Result) string { return fmt.Sprintf("%.6f", r.Totals.Cost.CacheHit) })
+	row("  cache miss", func(r *eval.Result) string { return fmt.Sprintf("%.6f", r.Totals.Cost.CacheMiss) })
+	row("  output", func(r *eval.Result) string { return fmt.Sprintf("%.6f", r.Totals.Cost.Output) })
+	if len(results) > 0 {
+		for i, pr := range results[0].Probes {
+			row(fmt.Sprintf("probe %q last seen", clipLabel(pr.Text)), func(r *eval.Result) string {
+				if r.Probes[i].LastVisible == 0 {
+					return "never"
+				}
+				return "request " + strconv.Itoa(r.Probes[i].LastVisible)
+			})
+		}
+	}
+	row("notes", func(r *eval.Result) string { return strconv.Itoa(len(r.Notes)) })
+	tw.Flush()
+
+	fmt.Fprintln(w, "\nper request: input tokens / cached prefix tokens, then a mark (C compaction before it, P prompt change, ! over the window, break cause)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "#\tturn.step\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t", termSafe(r.Set))
+	}
+	fmt.Fprintln(tw)
+	n := 0
+	for _, r := range results {
+		n = max(n, len(r.Requests))
+	}
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(tw, "%d\t", i+1)
+		step := ""
+		for _, r := range results {
+			if i < len(r.Requests) && step == "" {
+				step = fmt.Sprintf("%d.%d", r.Requests[i].Turn, r.Requests[i].Step)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t", step)
+		for _, r := range results {
+			if i >= len(r.Requests) {
+				fmt.Fprint(tw, "-\t")
+				continue
+			}
+			q := r.Requests[i]
+			mark := ""
+			if q.Compactions > 0 {
+				mark += "C"
+			}
+			if q.PromptChange {
+				mark += "P"
+			}
+			if q.OverWindow {
+				mark += "!"
+			}
+			if q.Break != "" {
+				mark += " " + q.Break
+			}
+			fmt.Fprintf(tw, "%d / %d %s\t", q.InputTokens, q.CachedTokens, strings.TrimSpace(mark))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	for _, r := range results {
+		for _, note := range r.Notes {
+			fmt.Fprintf(w, "note (%s): %s\n", termSafe(r.Set), termSafe(note))
+		}
+	}
+}
+
+func clipLabel(s string) string {
+	r := []rune(s)
+	if len(r) > 24 {
+		return string(r[:23]) + "…"
+	}
+	return s
+}

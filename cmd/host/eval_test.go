@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirhost/weir/sdk/wasmbuild"
+)
+
+// host eval on the demo: the baseline reproduces every request, a set
+// with a low threshold compacts more, the chart is written, the session
+// file is untouched, and usage mistakes exit 2.
+func TestEvalCommand(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "demo.jsonl")
+	orig, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, orig, 0o644))
+	low := filepath.Join(dir, "low.yaml")
+	require.NoError(t, os.WriteFile(low, []byte("plugins:\n  - name: compaction-basic\n    config:\n      headroomTokens: 1024\n      thresholdRatio: 0.04\n      retainRatio: 0.01\n"), 0o644))
+	chart := filepath.Join(dir, "chart.svg")
+
+	r := runHost(t, dir, "", "eval", file, "--set", "baseline=", "--set", "low="+low, "--json", "--chart", chart, "--probe", "embed/")
+	require.Equal(t, 0, r.code, r.stderr)
+	var out evalJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Equal(t, 7, out.Recorded)
+	require.Len(t, out.Sets, 2)
+	base, lo := out.Sets[0], out.Sets[1]
+	require.True(t, base.Baseline)
+	require.Equal(t, 7, base.Totals.Reproduced)
+	require.False(t, lo.Baseline)
+	require.Greater(t, lo.Totals.Compactions, base.Totals.Compactions)
+	require.Positive(t, lo.Totals.Summaries.Offline)
+	require.Equal(t, 6, base.Probes[0].LastVisible)
+	require.Less(t, lo.Probes[0].LastVisible, 6)
+	svg, err := os.ReadFile(chart)
+	require.NoError(t, err)
+	require.Contains(t, string(svg), "<svg")
+
+	text := runHost(t, dir, "", "eval", file)
+	require.Equal(t, 0, text.code, text.stderr)
+	for _, s := range []string{"recorded replies are taken as fixed", "reproduced byte for byte", "7/7", "prefix breaks", "est. cost $", "per request"} {
+		require.Contains(t, text.stdout, s)
+	}
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(orig, after), "eval changed the session file")
+
+	for _, bad := range [][]string{
+		{"eval"},
+		{"eval", file, "--set", "noequals"},
+		{"eval", file, "--chart", "x.gif"},
+		{"eval", file, "--prices", "hit=x"},
+		{"eval", file, "--tokenizer", "nope"},
+	} {
+		r := runHost(t, dir, "", bad...)
+		require.Equal(t, 2, r.code, "%v: %s", bad, r.stderr)
+	}
+}
+
+// host snapshot writes a snapshot; --check passes on it and fails, with a
+// diff, once what the model sees changed.
+func TestSnapshotCommand(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "demo.jsonl")
+	orig, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, orig, 0o644))
+	snap := filepath.Join(dir, "snap")
+	r := runHost(t, dir, "", "snapshot", file, snap)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "8 requests, 2 prompt versions, 1 header pins written")
+	r = runHost(t, dir, "", "snapshot", "--check", file, snap)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "unchanged")
+
+	changed := bytes.ReplaceAll(orig, []byte("The current date and time (UTC)."), []byte("The current time."))
+	require.NoError(t, os.WriteFile(file, changed, 0o644))
+	r = runHost(t, dir, "", "snapshot", "--check", file, snap)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stdout, `-           "description": "The current date and time (UTC).",`)
+	require.Contains(t, r.stdout, `+           "description": "The current time.",`)
+	require.Contains(t, r.stderr, "what the model sees changed")
+
+	r = runHost(t, dir, "", "snapshot", file)
+	require.Equal(t, 2, r.code)
+}
+
+// The walk-through in examples/eval shows the output of its command: run
+// it the same way (the same relative paths, in a folder of the test's own)
+// and compare, all but the timings.
+func TestEvalExampleIsCurrent(t *testing.T) {
+	root := repoRoot(t)
+	dir := t.TempDir()
+	for _, f := range []string{"examples/sessions/demo.jsonl", "examples/eval/compaction-basic.yaml", "examples/eval/pruner.yaml"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	paths, err := (&wasmbuild.Cache{}).Build(context.Background(), filepath.Join(root, "examples/pruner"))
+	require.NoError(t, err)
+	wasm, err := os.ReadFile(paths[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "examples/eval/pruner.wasm"), wasm, 0o644))
+
+	readme, err := os.ReadFile(filepath.Join(root, "examples/eval/README.md"))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(readme), "## Output\n\n```\n")
+	require.True(t, ok, "the README has no output block")
+	want, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+
+	r := runHost(t, dir, "", "eval", "examples/sessions/demo.jsonl",
+		"--set", "compaction-basic=examples/eval/compaction-basic.yaml",
+		"--set", "pruner=examples/eval/pruner.yaml",
+		"--probe", "embed/", "--chart", "examples/eval/demo.svg")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, untimed(want), untimed(r.stdout), "examples/eval/README.md shows another output: rerun its command and update it")
+}
+
+// untimed drops the lines that hold timings.
+func untimed(s string) string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		if strings.Contains(line, "plugin time") || strings.HasPrefix(line, "replayed in") {
+			continue
+		}
+		out = append(out, strings.TrimRight(line, " "))
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/weirhost/weir/host/snapshot"
+)
+
+func init() {
+	register(&command{name: "snapshot", args: "SESSION DIR", summary: "write (or --check) the normalised wire requests of a session: what the model sees, for review and diffing", run: snapshotCmd})
+}
+
+func snapshotCmd(e *env, args []string) error {
+	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
+	check := fs.Bool("check", false, "compare with the snapshot in DIR instead of writing it; exit 1 with a diff when what the model sees changed")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("usage: host snapshot [--check] SESSION DIR")
+	}
+	ld, err := loadLog(pos[0])
+	if err != nil {
+		return err
+	}
+	if ld.log.BaseSeq() != 0 {
+		return fmt.Errorf("%s is a seeded log starting at seq %d: a snapshot needs every request, from seq 0", pos[0], ld.log.BaseSeq())
+	}
+	snap, err := snapshot.Build(ld.log.Events())
+	if err != nil {
+		return err
+	}
+	if *check {
+		err := snap.Check(pos[1])
+		var me *snapshot.MismatchError
+		if errors.As(err, &me) {
+			fmt.Fprint(e.stdout, termSafe(me.Diff))
+			return &exitStatus{code: 1, msg: fmt.Sprintf("%s: what the model sees changed (%d changed, %d new, %d gone files; diff above); rewrite the snapshot with \"host snapshot %s %s\" if the change is intended",
+				pos[1], len(me.Changed), len(me.Added), len(me.Removed), pos[0], pos[1])}
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%s: %d requests, %d prompt versions, %d header pins: unchanged\n", pos[1], len(snap.Requests), len(snap.Prompts), len(snap.Pins))
+		return nil
+	}
+	if err := snap.Write(pos[1]); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s: %d requests, %d prompt versions, %d header pins written\n", pos[1], len(snap.Requests), len(snap.Prompts), len(snap.Pins))
+	return nil
+}

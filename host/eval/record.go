@@ -1,0 +1,348 @@
+// Package eval replays a recorded session through other plugin sets,
+// offline, and reports what each would have sent: requests, input tokens,
+// cached prefixes and their breaks, compactions, summarize calls, peak
+// surface, plugin time and failures, an estimated cost, and when probed
+// text was last visible to the model.
+//
+// The replay is open-loop. A session's requests are a pure function of
+// its log, and plugins are deterministic, so the recorded conversation can
+// be pushed through the real loop (host.Agent) with any set of plugins:
+// the recorded user inputs per turn, the recorded model replies in request
+// order, the recorded tool results in call order, the recorded system
+// prompt per step and the recorded request configs. The replies are taken
+// as fixed: a set that shows the model less would, in reality, have
+// received other replies; the report measures what would have been sent
+// for the same conversation, not how the conversation would have gone.
+//
+// Nothing reaches the network unless Options.Summaries.Model is set: a
+// compaction's summarize call is answered by the recording when it holds
+// a summary of the same request (byte for byte), else by a deterministic
+// extractive summarizer (Extractive), else, when configured, by a real
+// model within a cap on calls.
+package eval
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/surface"
+)
+
+// Recording is what a session log says happened, in the order the replay
+// needs it.
+type Recording struct {
+	SessionID string
+	Route     host.Route
+	Turns     []Turn
+	// Replies are the settled attempts in request order.
+	Replies []Reply
+	// ToolResults are the tool results in call order.
+	ToolResults []ToolResult
+	// StepPrompts is the system prompt text in force at each step, in
+	// step order (the head after the step's projection).
+	StepPrompts []string
+	// Requests are the recorded wire bodies of the loop's requests, in
+	// order (one per reply).
+	Requests [][]byte
+	// Summaries are the recorded summaries by the hash of their
+	// summarization request's wire body.
+	Summaries map[[32]byte]Summary
+	// CompactAfter is a manual compaction after the last turn.
+	CompactAfter bool
+	// PromptPlugin is the recorded prompt provider's id (the source of
+	// the system messages), "system-prompt" when none is recorded.
+	PromptPlugin string
+}
+
+// Turn is one recorded turn.
+type Turn struct {
+	N int64
+	// Messages are the appended user-role messages of step 1 (the user's
+	// input and any runtime context).
+	Messages []*surface.Message
+	// CompactBefore is a manual compaction between the previous turn and
+	// this one.
+	CompactBefore bool
+	// FirstReply, EndReply bound the turn's replies; FirstTool, FirstStep
+	// are the indexes of its first tool result and step.
+	FirstReply, EndReply int
+	FirstTool, FirstStep int
+	// Reason is how the turn ended.
+	Reason surface.EndReason
+}
+
+// Reply is one recorded attempt.
+type Reply struct {
+	Turn, Step int64
+	Result     *llm.Result
+	// Err is the attempt's failure (assistant/attempt), else nil.
+	Err *llm.Error
+	// Config and Tools are the request's header; Window is the route's
+	// context window then.
+	Config surface.CallConfig
+	Tools  []jsontext.Value
+	Window int64
+	// Inject are the user-role messages appended in the next step of the
+	// turn (steering), entered after this reply.
+	Inject []*surface.Message
+}
+
+// ToolResult is one recorded tool result.
+type ToolResult struct {
+	Name    string
+	Content []surface.Block
+	IsError bool
+}
+
+// Summary is a summarization the recording holds.
+type Summary struct {
+	Text  string
+	Usage *surface.Usage
+}
+
+// Record reads a session's events into a Recording. The events must be
+// the complete log from seq 0.
+func Record(sessionID string, events []surface.Event) (*Recording, error) {
+	if len(events) > 0 && events[0].Seq != 0 {
+		return nil, fmt.Errorf("eval: the log starts at seq %d; a replay needs the complete log from seq 0", events[0].Seq)
+	}
+	rec := &Recording{SessionID: sessionID, Summaries: map[[32]byte]Summary{}}
+	var (
+		header     surface.Header
+		window     int64
+		cur        string // the system prompt in force
+		turn       *Turn
+		step       int64
+		pendingCmp bool
+		callNames  = map[string]string{}
+		summaries  = map[string]string{} // compaction id → summary text
+	)
+	reqs, order, err := host.Requests(events, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("eval: the recorded requests do not rebuild: %w", err)
+	}
+	for _, seq := range order {
+		body, err := llm.EncodeRequest(reqs[seq])
+		if err != nil {
+			return nil, fmt.Errorf("eval: request at seq %d: %w", seq, err)
+		}
+		rec.Requests = append(rec.Requests, body)
+	}
+	for i := range events {
+		ev := events[i]
+		switch ev.Type {
+		case surface.TypeTurnStart:
+			var d struct {
+				Turn int64 `json:"turn"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+			}
+			rec.Turns = append(rec.Turns, Turn{N: d.Turn, CompactBefore: pendingCmp,
+				FirstReply: len(rec.Replies), FirstTool: len(rec.ToolResults), FirstStep: len(rec.StepPrompts)})
+			pendingCmp = false
+			turn, step = &rec.Turns[len(rec.Turns)-1], 0
+		case surface.TypeTurnEnd:
+			var d surface.TurnEnd
+			if err := json.Unmarshal(ev.Data, &d); err == nil && turn != nil {
+				turn.Reason = d.Reason
+				turn.EndReply = len(rec.Replies)
+			}
+			turn = nil
+		case surface.TypeStepStart:
+			var d struct {
+				Step int64 `json:"step"`
+			}
+			_ = json.Unmarshal(ev.Data, &d)
+			step = d.Step
+			rec.StepPrompts = append(rec.StepPrompts, cur)
+		case surface.TypeSystemMessage:
+			var d surface.StepMessage
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+			}
+			cur = surface.TextOf(d.Message.Content)
+			if rec.PromptPlugin == "" {
+				rec.PromptPlugin = d.Message.Source.Plugin
+			}
+			if n := len(rec.StepPrompts); n > 0 && turn != nil {
+				rec.StepPrompts[n-1] = cur
+			}
+		case surface.TypeUserMessage:
+			if ev.Op.Kind != surface.OpAppend || turn == nil {
+				continue
+			}
+			var m surface.Message
+			if err := json.Unmarshal(ev.Data, &m); err != nil {
+				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+			}
+			if step <= 1 {
+				turn.Messages = append(turn.Messages, &m)
+			} else if n := len(rec.Replies); n > turn.FirstReply {
+				rec.Replies[n-1].Inject = append(rec.Replies[n-1].Inject, &m)
+			}
+		case surface.TypeRequestHeader:
+			var d surface.HeaderEvent
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+			}
+			header = d.Header
+			if rec.Route.Provider == "" {
+				rec.Route = host.Route{Provider: header.Config.Provider, Model: header.Config.Model}
+				if header.Config.MaxTokens != nil {
+					rec.Route.MaxTokens = *header.Config.MaxTokens
+				}
+			}
+		case surface.TypeRequestContext:
+			var d host.RequestContext
+			if err := json.Unmarshal(ev.Data, &d); err == nil {
+				window = d.ContextWindow
+				if rec.Route.ContextWindow == 0 {
+					rec.Route.ContextWindow = window
+				}
+				if d.SystemPromptUpdate == "in-history" {
+					rec.Route.InHistory = true
+				}
+			}
+		case surface.TypeAssistantMessage, surface.TypeAssistantAttempt:
+			r, err := reply(ev, header, window)
+			if err != nil {
+				return nil, err
+			}
+			rec.Replies = append(rec.Replies, r)
+		case surface.TypeToolCall:
+			var d struct {
+				ID   string `json:"callId"`
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil {
+				callNames[d.ID] = d.Name
+			}
+		case surface.TypeToolResult:
+			if ev.Op.Kind != surface.OpAppend {
+				continue
+			}
+			var d surface.StepMessage
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+			}
+			tr := ToolResult{}
+			for _, b := range d.Message.Content {
+				if b.Type == surface.BlockToolResult {
+					tr.Name, tr.Content, tr.IsError = callNames[b.ToolCallID], b.Content, b.IsError
+					break
+				}
+			}
+			rec.ToolResults = append(rec.ToolResults, tr)
+		case surface.TypeCompactionStart:
+			var d struct {
+				Turn *int64 `json:"turn"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil && d.Turn == nil && turn == nil {
+				pendingCmp = true
+			}
+		case surface.TypeCompactionSummary:
+			var d struct {
+				ID      string `json:"compactionId"`
+				Summary string `json:"summary"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil {
+				summaries[d.ID] = d.Summary
+			}
+		case host.TypePluginCall:
+			var d host.PluginCall
+			if json.Unmarshal(ev.Data, &d) != nil || d.Outcome != "ok" {
+				continue
+			}
+			text, ok := summaries[d.CompactionID]
+			if !ok {
+				continue
+			}
+			req, err := host.CallRequest(events, ev.Seq, sessionID)
+			if err != nil {
+				continue
+			}
+			key, err := requestKey(req)
+			if err == nil {
+				rec.Summaries[key] = Summary{Text: text, Usage: d.Usage}
+			}
+		}
+	}
+	rec.CompactAfter = pendingCmp
+	if rec.PromptPlugin == "" {
+		rec.PromptPlugin = "system-prompt"
+	}
+	if len(rec.Replies) != len(rec.Requests) {
+		return nil, fmt.Errorf("eval: %d replies but %d rebuilt requests", len(rec.Replies), len(rec.Requests))
+	}
+	return rec, nil
+}
+
+func reply(ev surface.Event, h surface.Header, window int64) (Reply, error) {
+	var d surface.StepMessage
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return Reply{}, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+	}
+	r := Reply{Turn: d.Turn, Step: d.Step, Config: h.Config, Tools: h.Tools, Window: window}
+	res, info, err := llm.ReassembleInfo(d.Stream)
+	if err != nil || res == nil {
+		res = &llm.Result{Stream: d.Stream}
+	}
+	if ev.Type == surface.TypeAssistantAttempt {
+		code := info.Code
+		if code == "" {
+			code = llm.CodeServer
+		}
+		r.Err = &llm.Error{Code: code, What: "the recorded attempt failed: " + info.Message}
+		r.Result = &llm.Result{Content: res.Content, Stream: d.Stream}
+		return r, nil
+	}
+	// The log's message is authoritative; the stream gives the finish.
+	res.Content = slices.Clone(d.Message.Content)
+	res.Usage = d.Usage
+	res.Stream = d.Stream
+	if res.FinishReason == "" {
+		res.FinishReason = llm.FinishStop
+		if len(res.ToolCalls()) > 0 {
+			res.FinishReason = llm.FinishToolCalls
+		}
+	}
+	r.Result = res
+	return r, nil
+}
+
+// requestKey identifies a summarization request by its wire body.
+func requestKey(req *llm.Request) ([32]byte, error) {
+	body, err := llm.EncodeRequest(req)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(body), nil
+}
+
+// Tools returns the distinct tool names of the recording's headers.
+func (r *Recording) Tools() []string {
+	var names []string
+	for _, rp := range r.Replies {
+		for _, t := range rp.Tools {
+			var s struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(t, &s) == nil && !slices.Contains(names, s.Name) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	return names
+}
+
+func sameTools(a, b []jsontext.Value) bool {
+	return slices.EqualFunc(a, b, func(x, y jsontext.Value) bool { return bytes.Equal(x, y) })
+}
