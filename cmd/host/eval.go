@@ -63,7 +63,7 @@ func evalCmd(e *env, args []string) error {
 	fs.Var(&probes, "probe", "a text to follow: the report names the last request that showed it to the model; repeatable")
 	probeFile := fs.String("probes", "", "a file of probes, one per line")
 	tok := fs.String("tokenizer", "", "count tokens with deepseek-v3, o200k, cl100k or heuristic (default: the recorded route's: deepseek-v3 for provider deepseek, else heuristic)")
-	prices := fs.String("prices", "", "the price table in dollars per million tokens, hit=X,miss=Y,output=Z (default DeepSeek's: hit=0.028,miss=0.28,output=0.42)")
+	prices := fs.String("prices", "", "the price table in dollars per million tokens, hit=X,miss=Y,output=Z (default: eval.prices in the configuration, else DeepSeek's: hit=0.028,miss=0.28,output=0.42)")
 	sumRoute := fs.String("summarize-route", "", "a configured route whose model writes the summaries the recording lacks (this reaches the network); default none: an offline extractive summary")
 	maxSum := fs.Int("max-summaries", 10, "with --summarize-route: at most this many model calls per set; the rest are extractive")
 	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
@@ -98,6 +98,10 @@ func evalCmd(e *env, args []string) error {
 	base, _, err := config.Load(config.Options{File: *configFile, Flags: logFlags})
 	if err != nil {
 		return configError(e, "eval", err)
+	}
+	if opts.Prices == (eval.Prices{}) {
+		// No --prices: the configuration's table (zero: DeepSeek's).
+		opts.Prices = eval.Prices(base.Eval.Prices)
 	}
 	log := newLogger(base.Log, e.stderr)
 	ld, err := loadLog(pos[0])

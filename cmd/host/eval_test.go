@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/eval"
 
 	"github.com/weirhost/weir/sdk/wasmbuild"
 )
@@ -137,4 +138,28 @@ func untimed(s string) string {
 		out = append(out, strings.TrimRight(line, " "))
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestEvalPricesFromConfiguration: eval.prices in weir.yaml sets the price
+// table; --prices overrides it; a negative price is a configuration error.
+func TestEvalPricesFromConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl")
+	conf := filepath.Join(dir, "prices.yaml")
+	writeFile(t, conf, "eval:\n  prices:\n    cacheHit: 1\n    cacheMiss: 2\n    output: 3\n")
+	prices := func(args ...string) eval.Prices {
+		r := runHost(t, dir, "", append([]string{"eval", file, "--json"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var out evalJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		return out.Prices
+	}
+	require.Equal(t, eval.DeepSeekPrices, prices())
+	require.Equal(t, eval.Prices{CacheHit: 1, CacheMiss: 2, Output: 3}, prices("--config", conf))
+	require.Equal(t, eval.Prices{CacheHit: 1, CacheMiss: 2, Output: 9}, prices("--config", conf, "--prices", "hit=1,miss=2,output=9"))
+
+	writeFile(t, conf, "eval:\n  prices:\n    output: -1\n")
+	r := runHost(t, dir, "", "eval", file, "--config", conf)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "eval.prices.output")
 }

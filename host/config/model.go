@@ -26,6 +26,8 @@ type Config struct {
 	Tools Tools `koanf:"tools"`
 	// Retry configures the retries of model requests.
 	Retry Retry `koanf:"retry"`
+	// Eval configures host eval's report.
+	Eval Eval `koanf:"eval"`
 	// Sessions says where session logs live.
 	Sessions Sessions `koanf:"sessions"`
 	// Log configures the host's logger.
@@ -171,6 +173,21 @@ type Retry struct {
 	// MaxWait caps the wait before a retry, whatever the provider's
 	// Retry-After asks.
 	MaxWait time.Duration `koanf:"maxWait"`
+}
+
+// Eval configures host eval's report.
+type Eval struct {
+	// Prices is the price table of the cost estimate, in dollars per
+	// million tokens; all zero means DeepSeek's list prices.
+	Prices Prices `koanf:"prices"`
+}
+
+// Prices are dollars per million tokens: input served from the provider's
+// prompt cache, input not served from it, and output.
+type Prices struct {
+	CacheHit  float64 `koanf:"cacheHit"`
+	CacheMiss float64 `koanf:"cacheMiss"`
+	Output    float64 `koanf:"output"`
 }
 
 // CallTimeouts are the per-call deadlines of each provider kind.

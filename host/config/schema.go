@@ -23,6 +23,7 @@ const (
 	kindList                 // ordered entries (sections, plugins)
 	kindString               // text
 	kindInt                  // whole number
+	kindFloat                // number
 	kindBool                 // true or false
 	kindDuration             // "2s", "1m30s"
 	kindObject               // free-form mapping, kept as JSON
@@ -102,6 +103,8 @@ func build(t reflect.Type) *node {
 		return &node{kind: kindString}
 	case reflect.Int64, reflect.Int:
 		return &node{kind: kindInt}
+	case reflect.Float64:
+		return &node{kind: kindFloat}
 	case reflect.Bool:
 		return &node{kind: kindBool}
 	}
@@ -130,6 +133,8 @@ func want(n *node) string {
 		return "a string"
 	case kindInt:
 		return "a whole number"
+	case kindFloat:
+		return "a number"
 	case kindBool:
 		return "true or false"
 	case kindDuration:
@@ -180,6 +185,17 @@ func scalar(n *node, v any) (any, string) {
 			if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
 				return int64(x), ""
 			}
+		}
+	case kindFloat:
+		switch x := v.(type) {
+		case int:
+			return float64(x), ""
+		case int64:
+			return float64(x), ""
+		case uint64:
+			return float64(x), ""
+		case float64:
+			return x, ""
 		}
 	case kindBool:
 		if b, ok := v.(bool); ok {
@@ -233,6 +249,12 @@ func parseText(n *node, s string) (any, string) {
 			return nil, "must be a whole number, got " + strconv.Quote(s)
 		}
 		return i, ""
+	case kindFloat:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return nil, "must be a number, got " + strconv.Quote(s)
+		}
+		return f, ""
 	case kindBool:
 		b, err := strconv.ParseBool(strings.TrimSpace(s))
 		if err != nil {
@@ -299,6 +321,8 @@ func encode(n *node, v reflect.Value, top bool) any {
 		return v.String()
 	case kindInt:
 		return v.Int()
+	case kindFloat:
+		return v.Float()
 	case kindBool:
 		return v.Bool()
 	case kindDuration:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -65,6 +66,14 @@ func (l *loader) validate(c *Config) {
 	l.plugins(c.Plugins)
 	l.sandbox(&c.Sandbox)
 	l.tools(&c.Tools)
+	for _, p := range []struct {
+		key string
+		v   float64
+	}{{"cacheHit", c.Eval.Prices.CacheHit}, {"cacheMiss", c.Eval.Prices.CacheMiss}, {"output", c.Eval.Prices.Output}} {
+		if p.v < 0 || math.IsNaN(p.v) || math.IsInf(p.v, 0) {
+			l.fail(path{"eval", "prices", p.key}, "must be a price in dollars per million tokens (a number ≥ 0), got %g", p.v)
+		}
+	}
 	if c.Retry.MaxWait <= 0 {
 		l.fail(path{"retry", "maxWait"}, "must be a positive duration, got %s; e.g. \"30s\"", c.Retry.MaxWait)
 	}
