@@ -310,6 +310,7 @@ func TestCompactCommand(t *testing.T) {
 	require.Equal(t, in.Surface[1].Seq, in.Compactions[1].Checkpoint)
 	text := runHost(t, dir, "", "inspect", file)
 	require.Contains(t, text.stdout, fmt.Sprintf("checkpoint seq %d by \"compaction-basic\"", in.Compactions[1].Checkpoint))
+	requireLogMatchesSchemas(t, file)
 }
 
 // buildGuest builds a guest module of this repository into dir.
@@ -388,6 +389,7 @@ func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"type":"compaction/prune"`, "the pruner rewrote the old tool result")
+	requireLogMatchesSchemas(t, file)
 	require.GreaterOrEqual(t, rep.ReplaceGeneration, uint64(1))
 }
 
@@ -454,6 +456,9 @@ plugins:
 	require.Equal(t, "looper", in.Calls[0].Plugin)
 	require.Equal(t, 3, in.Calls[0].Calls)
 	require.Equal(t, "system", in.Surface[0].Role, "node 0 is still the system prompt")
+	types := requireLogMatchesSchemas(t, file)
+	require.Positive(t, types["plugin/failure"])
+	require.Positive(t, types["plugin/call"])
 
 	srv.Push(llmtest.TextReply(20, 3, "Still here."))
 	r = runHost(t, dir, "", "run", "--base-url", srv.URL(), "--provider", "test", "--model", "m", "--session", file, "again")
