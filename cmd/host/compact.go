@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -54,7 +55,7 @@ func compactCmd(e *env, args []string) error {
 		return fmt.Errorf("no compaction plugin is enabled in the configuration")
 	}
 	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
-		Sections: cfg.Sections(cfg.Model), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
+		Sections: cfg.Sections(cfg.Model), Data: hostData(cfg, route, time.Now(), workdir()), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
 	if err != nil {
 		return err
 	}
@@ -82,4 +83,10 @@ func compactCmd(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "surface: %d nodes → %d nodes; session %s\n", before, s.Log().NodeCount(), pos[0])
 	return nil
+}
+
+// workdir is the working directory, or "" when it cannot be read.
+func workdir() string {
+	d, _ := os.Getwd()
+	return d
 }

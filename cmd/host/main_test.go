@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/llm/llmtest"
+	"github.com/weirhost/weir/surface"
 )
 
 // hostBin is the command built once for every test.
@@ -464,4 +466,55 @@ plugins:
 	r = runHost(t, dir, "", "run", "--base-url", srv.URL(), "--provider", "test", "--model", "m", "--session", file, "again")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "Still here.")
+}
+
+// TestPromptPluginByConfigurationAlone: examples/prompt-plugin, swapped in
+// by weir.yaml, gets its instructions from prompt.data (a file) and the
+// date from the host, and renders both into the session's system prompt.
+func TestPromptPluginByConfigurationAlone(t *testing.T) {
+	dir := t.TempDir()
+	wasm := buildGuest(t, "./examples/prompt-plugin", dir)
+	writeFile(t, filepath.Join(dir, "AGENTS.md"), "## Style\nUse tabs.\n\n## Release process\nTag it.\n")
+	conf := filepath.Join(dir, "weir.yaml")
+	writeFile(t, conf, `prompt:
+  data:
+    - key: instructions
+      file: AGENTS.md
+plugins:
+  - name: system-prompt
+    enabled: false
+  - name: prompt-plugin
+    path: `+wasm+`
+    role: system-prompt
+    config:
+      title: Project instructions
+      skipHeadings: [Release process]
+      maxBytes: 16384
+`)
+	file := filepath.Join(dir, "s.jsonl")
+	before := time.Now()
+	r := runHost(t, dir, "", "run", "--model", tourModel(t), "--session", file, "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	after := time.Now()
+
+	out := runHost(t, dir, "", "replay", "--json", file)
+	require.Equal(t, 0, out.code, out.stderr)
+	var rep replayJSON
+	require.NoError(t, json.Unmarshal([]byte(out.stdout), &rep))
+	require.Equal(t, "system", rep.Messages[0].Role)
+	prompt := surface.TextOf(rep.Messages[0].Content)
+	require.Contains(t, prompt, "# Project instructions\n\n## Style\nUse tabs.")
+	require.NotContains(t, prompt, "Tag it.", "skipHeadings applies")
+	dated := false
+	for _, d := range []time.Time{before, after} {
+		dated = dated || strings.HasSuffix(prompt, "Today is "+d.Format("Monday, 2 January 2006")+".")
+	}
+	require.True(t, dated, "the prompt ends with the host's date: %q", prompt)
+	requireLogMatchesSchemas(t, file)
+
+	// A user key cannot shadow one the host provides.
+	writeFile(t, conf, "prompt:\n  data:\n    - key: date\n      text: 2020-01-01\n")
+	r = runHost(t, dir, "", "config", "--config", conf)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, `prompt.data[0].key: "date" is provided by the host`)
 }
