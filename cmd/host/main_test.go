@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/llm/llmtest"
 	"github.com/weirhost/weir/surface"
 )
@@ -343,6 +344,14 @@ func TestPluginsCommand(t *testing.T) {
 	require.ElementsMatch(t, []string{"system-prompt", "compaction", "token-meter"}, v.Roles)
 	require.NotEmpty(t, v.Imports)
 	require.Contains(t, strings.Join(v.Exports, "\n"), "memory")
+	require.Equal(t, pluginLimits(config.Default()), v.Limits.All, "verify prints the limits table of docs/authors.md")
+	require.Equal(t, int64(48), v.Limits.SoftMemoryMiB)
+	writeFile(t, filepath.Join(dir, "big.yaml"), "sandbox:\n  memoryLimitMiB: 128\n")
+	r = runHost(t, dir, "", "plugins", "verify", "--config", filepath.Join(dir, "big.yaml"), good)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "  linear memory (hard cap): 128 MiB (sandbox.memoryLimitMiB)\n")
+	require.Contains(t, r.stdout, "  soft memory limit (3/4 of the hard cap): 96 MiB (sandbox.memoryLimitMiB)\n", "the soft limit scales")
+	require.Contains(t, r.stdout, "  deadline: compaction.* (time inside summarize not counted): 120s (sandbox.callTimeout.compaction)\n")
 
 	bad := buildGuest(t, "./host/plugin/testdata/hostile/import-socket", dir)
 	r = runHost(t, dir, "", "plugins", "verify", bad)

@@ -63,7 +63,8 @@ func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logg
 			conf = o
 		}
 		lp, err := provider.Load(ctx, rt, provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: conf,
-			Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Output: int(cfg.Sandbox.OutputLimitKiB) << 10}},
+			Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Start: config.StartTimeout,
+				Output: int(cfg.Sandbox.OutputLimitKiB) << 10, SoftMemory: cfg.Sandbox.SoftMemoryBytes()}},
 			provider.WithLogger(config.PluginLogger(log, p.Name)),
 			provider.WithTokenizers(meternative.Counters()),
 			provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
