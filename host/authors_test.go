@@ -49,7 +49,12 @@ func TestAuthorsPageRefusalsAreReal(t *testing.T) {
 		{RuleProvenance, cb, with(func(b *batch) { b.cpSource = map[string]any{"kind": "user"} })},
 		{RuleCompactionSchema, cb, with(func(b *batch) { b.summary["shadowedSeqs"] = []int64{3, 40} })},
 		{RuleCompactionBracket, cb, with(func(b *batch) { b.end["error"] = "late" })},
-		{"shrink", cb, with(func(b *batch) { b.from, b.summary["shadowedSeqs"] = 7, []int64{7}; delete(b.summary, "shadowedRange"); b.sources = []int64{8, 9, 7}; b.big = big })},
+		{"shrink", cb, with(func(b *batch) {
+			b.from, b.summary["shadowedSeqs"] = 7, []int64{7}
+			delete(b.summary, "shadowedRange")
+			b.sources = []int64{8, 9, 7}
+			b.big = big
+		})},
 		{surface.RuleToolResultOrphaned, cb, newBatch(4, 4, 4).proposals()},
 		{surface.RuleToolCallUnanswered, cb, newBatch(6, 6, 6).proposals()},
 	}
