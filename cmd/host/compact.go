@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -60,7 +62,7 @@ func compactCmd(e *env, args []string) error {
 		return err
 	}
 	p := newPrinter(e.stdout)
-	s.Log().Observe(p.event)
+	p.watch(s.Log(), prov.compactors)
 	before, from := s.Log().NodeCount(), s.Log().NextSeq()
 	changed, err := a.CompactNow(ctx)
 	if interrupted() {
@@ -78,7 +80,11 @@ func compactCmd(e *env, args []string) error {
 		}
 	}
 	if !changed {
-		fmt.Fprintf(e.stdout, "nothing to compact: the surface has %d nodes and no range after node 0 to replace\n", before)
+		var names []string
+		for _, c := range prov.compactors {
+			names = append(names, strconv.Quote(c.ID()))
+		}
+		fmt.Fprintf(e.stdout, "nothing to compact: the surface has %d nodes and %s proposed no change\n", before, termLine(strings.Join(names, ", ")))
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "surface: %d nodes → %d nodes; session %s\n", before, s.Log().NodeCount(), pos[0])

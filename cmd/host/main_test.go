@@ -388,10 +388,23 @@ func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
 	}
 	file := filepath.Join(dir, "s.jsonl")
 	script := tourModel(t)
+	var shown strings.Builder
 	for _, q := range []string{"what files are here?", "thanks", "and again"} {
 		r := runHost(t, dir, "", "run", "--config", conf, "--model", script, "--session", file, q)
 		require.Equal(t, 0, r.code, r.stderr)
+		shown.WriteString(r.stdout)
 	}
+	// The pruner's work shows, naming it, though it opens no bracket.
+	require.Regexp(t, `· prune: 1 tool results \(\d+ bytes\) by "pruner"`, shown.String())
+	require.Regexp(t, `· tool result of call \S+ rewritten \(seq \d+ → \d+, \d+ → \d+ chars\) by "pruner"`, shown.String())
+	require.NotContains(t, shown.String(), "compaction-basic")
+	text := runHost(t, dir, "", "inspect", file)
+	require.Equal(t, 0, text.code, text.stderr)
+	require.Contains(t, text.stdout, "Tool-result rewrites (1)")
+	var in inspectJSON
+	require.NoError(t, json.Unmarshal([]byte(runHost(t, dir, "", "inspect", "--json", file).stdout), &in))
+	require.Len(t, in.Rewrites, 1)
+	require.Less(t, in.Rewrites[0].CharsAfter, in.Rewrites[0].CharsBefore)
 	out := runHost(t, dir, "", "replay", "--json", file)
 	require.Equal(t, 0, out.code, out.stderr)
 	var rep replayJSON
@@ -526,4 +539,58 @@ plugins:
 	r = runHost(t, dir, "", "config", "--config", conf)
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `prompt.data[0].key: "date" is provided by the host`)
+}
+
+// TestInspectShowsACheckpointWithoutBracket: a log whose checkpoint no
+// compaction bracket encloses (one written before brackets were required,
+// or by another host) still shows the compaction, its plugin and the
+// nodes it shadowed.
+func TestInspectShowsACheckpointWithoutBracket(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for _, line := range strings.Split(readFile(t, filepath.Join(repoRoot(t), "examples", "sessions", "demo.jsonl")), "\n") {
+		for _, typ := range []string{"start", "summary", "end"} {
+			if strings.HasPrefix(line, `{"type":"compaction/`+typ+`",`) {
+				// Keep the seq; drop the bracket.
+				line = `{"type":"test/gap",` + line[len(`{"type":"compaction/`+typ+`",`):]
+				line = line[:strings.Index(line, `"data":`)] + `"data":{},"ignorable":true}`
+			}
+		}
+		b.WriteString(line + "\n")
+	}
+	file := filepath.Join(dir, "s.jsonl")
+	writeFile(t, file, strings.TrimSuffix(b.String(), "\n"))
+	r := runHost(t, dir, "", "inspect", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Compactions (1)\n  (no bracket)  checkpoint seq 41 by \"compaction-basic\"  11 nodes shadowed (seqs 3, 6, 11, 12, 14, 17, 23, 25, 30, 31, 33)\n")
+}
+
+// TestThirdPartyBracketShowsLikeTheBuiltIn: a compaction plugin under
+// another name that brackets its work shows as compaction-basic's does,
+// under its own name, in host compact and in inspect.
+func TestThirdPartyBracketShowsLikeTheBuiltIn(t *testing.T) {
+	dir := t.TempDir()
+	wasm := buildGuest(t, "./plugins/compaction-basic", dir)
+	conf := filepath.Join(dir, "weir.yaml")
+	writeFile(t, conf, `plugins:
+  - name: compaction-basic
+    enabled: false
+  - name: summarizer
+    path: `+wasm+`
+    role: compaction
+`)
+	file := filepath.Join(dir, "s.jsonl")
+	script := tourModel(t)
+	for _, q := range []string{"hello", "what files are here?", "and the time?", "hello again", "one more time?", "thanks"} {
+		r := runHost(t, dir, "", "run", "--config", conf, "--model", script, "--session", file, q)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	r := runHost(t, dir, "", "compact", "--config", conf, "--model", script, file)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `· compaction: \d+ nodes shadowed \(\d+ tokens\), summarized by offline/\S+\n· compaction receipt: tokens \d+ → \d+, checkpoint by "summarizer"\n`, r.stdout)
+	require.NotContains(t, r.stdout, "compaction-basic")
+	text := runHost(t, dir, "", "inspect", file)
+	require.Regexp(t, `checkpoint seq \d+ by "summarizer"`, text.stdout)
+	require.NotContains(t, text.stdout, "compaction-basic")
+	requireLogMatchesSchemas(t, file)
 }
