@@ -110,7 +110,7 @@ func TestSampleLogsMatchTheSchemas(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	types := requireLogMatchesSchemas(t, file)
 	for _, typ := range []string{"session", "system/message", "user/message", "assistant/message", "tool/call", "tool/result",
-		"compaction/start", "compaction/summary", "compaction/end", "plugin/call"} {
+		"compaction/start", "compaction/summary", "compaction/end", "plugin/call", "request/header", "request/context"} {
 		require.Positive(t, types[typ], "the demo writes %s, so the schema is tested against it", typ)
 	}
 }
@@ -145,6 +145,8 @@ func TestSchemasRefuseWhatAdmissionRefuses(t *testing.T) {
 		"fractional count":                 `{"type":"compaction/end","seq":10,"time":0,"data":{"compactionId":"x","tokensAfter":1.5}}`,
 		"compactionId with a control byte": `{"type":"compaction/start","seq":7,"time":0,"data":{"compactionId":"a\nb"}}`,
 		"surfaceOp on a log-only event":    `{"type":"compaction/start","seq":7,"time":0,"data":{"compactionId":"x"},"surfaceOp":"append"}`,
+		"header carrying a system prompt":  `{"type":"request/header","seq":4,"time":0,"data":{"header":{"config":{"provider":"p","model":"m"},"system":"x"},"reason":"initial"}}`,
+		"header with an unknown reason":    `{"type":"request/header","seq":4,"time":0,"data":{"header":{"config":{"provider":"p","model":"m"}},"reason":"whim"}}`,
 		"plugin/failure not ignorable":     `{"type":"plugin/failure","seq":10,"time":0,"data":{"plugin":"p","kind":"compaction","error":"..."},"ignorable":false}`,
 	}
 	for name, line := range bad {
