@@ -594,3 +594,28 @@ func TestThirdPartyBracketShowsLikeTheBuiltIn(t *testing.T) {
 	require.NotContains(t, text.stdout, "compaction-basic")
 	requireLogMatchesSchemas(t, file)
 }
+
+// TestHostDataReachesThePromptPlugin: the built-in system-prompt plugin,
+// configured to show host data, renders every key the host documents.
+func TestHostDataReachesThePromptPlugin(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my-project")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	conf := filepath.Join(dir, "weir.yaml")
+	writeFile(t, conf, `prompt:
+  data:
+    - key: team
+      text: platform
+plugins:
+  - name: system-prompt
+    config: {"data": ["date", "workdir", "route", "model", "tools", "team"]}
+`)
+	file := filepath.Join(dir, "s.jsonl")
+	r := runHost(t, dir, "", "run", "--config", conf, "--route", "offline", "--session", file, "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep replayJSON
+	require.NoError(t, json.Unmarshal([]byte(runHost(t, dir, "", "replay", "--json", file).stdout), &rep))
+	prompt := surface.TextOf(rep.Messages[0].Content)
+	require.Regexp(t, `\n# Environment\ndate: \d{4}-\d{2}-\d{2}\nworkdir: my-project\nroute: offline\nmodel: offline/\S+\ntools: list_files: `, prompt)
+	require.Contains(t, prompt, "\nteam: platform")
+	require.NotContains(t, prompt, filepath.Dir(dir), "the working directory's name, never its path")
+}
