@@ -41,6 +41,7 @@ type batch struct {
 	cpSource            map[string]any
 	from, to            int64
 	sources             []int64
+	big                 string // appended to the checkpoint's text
 }
 
 func newBatch(from, to int64, shadowed ...int64) *batch {
@@ -63,7 +64,7 @@ func data(v any) []byte {
 
 func (b *batch) checkpoint() surface.Proposal {
 	return surface.Proposal{Type: surface.TypeUserMessage, Op: surface.Replace(b.from, b.to), Sources: b.sources,
-		Data: data(map[string]any{"id": "cp", "role": "user", "source": b.cpSource, "content": []any{map[string]any{"type": "text", "text": "summary"}}})}
+		Data: data(map[string]any{"id": "cp", "role": "user", "source": b.cpSource, "content": []any{map[string]any{"type": "text", "text": "summary" + b.big}}})}
 }
 
 func (b *batch) proposals() []surface.Proposal {

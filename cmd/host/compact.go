@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -67,12 +68,12 @@ func compactCmd(e *env, args []string) error {
 		return fmt.Errorf("no compaction plugin is enabled in the configuration")
 	}
 	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
-		Sections: cfg.Sections(cfg.Model), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
+		Sections: cfg.Sections(cfg.Model), Data: hostData(cfg, route, time.Now(), workdir()), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
 	if err != nil {
 		return err
 	}
 	p := newPrinter(e.stdout)
-	s.Log().Observe(p.event)
+	p.watch(s.Log(), prov.compactors)
 	before, from := s.Log().NodeCount(), s.Log().NextSeq()
 	changed, err := a.CompactNow(ctx)
 	if interrupted() {
@@ -90,7 +91,11 @@ func compactCmd(e *env, args []string) error {
 		}
 	}
 	if !changed {
-		fmt.Fprintf(e.stdout, "nothing to compact: the surface has %d nodes and no range after node 0 to replace\n", before)
+		var names []string
+		for _, c := range prov.compactors {
+			names = append(names, strconv.Quote(c.ID()))
+		}
+		fmt.Fprintf(e.stdout, "nothing to compact: the surface has %d nodes and %s proposed no change\n", before, termLine(strings.Join(names, ", ")))
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "surface: %d nodes → %d nodes; session %s\n", before, s.Log().NodeCount(), pos[0])
@@ -172,10 +177,8 @@ func printReceipt(w io.Writer, r *host.CompactReceipt, path string) {
 	fmt.Fprintf(w, "\nsurface: %d nodes → %d nodes; summarize calls: %d\n", r.NodesBefore, r.NodesAfter, r.SummarizeCalls)
 }
 
-func seqList(seqs []int64) string {
-	parts := make([]string, len(seqs))
-	for i, s := range seqs {
-		parts[i] = strconv.FormatInt(s, 10)
-	}
-	return strings.Join(parts, " ")
+// workdir is the working directory, or "" when it cannot be read.
+func workdir() string {
+	d, _ := os.Getwd()
+	return d
 }

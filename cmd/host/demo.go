@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/weirhost/weir/host/builtin"
 	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/plugins"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -156,7 +158,7 @@ func demoCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s.Log().Observe(p.event)
+	p.watch(s.Log(), prov.compactors)
 	if tokens != nil {
 		s.Log().Observe(func(ev surface.Event) {
 			if ev.Type == surface.TypeStepEnd {
@@ -174,7 +176,7 @@ func demoCmd(e *env, args []string) error {
 			fmt.Fprintln(e.stdout, "\n(the configuration adds a prompt section: the next step replaces node 0)")
 			continue
 		case actionCompact:
-			fmt.Fprintln(e.stdout, "\n(manual compaction: compaction-basic summarizes everything after node 0)")
+			fmt.Fprintf(e.stdout, "\n(manual compaction: %s)\n", compactorsLine(prov.compactors))
 			before := s.Log().NodeCount()
 			if _, err := a.CompactNow(context.Background()); err != nil {
 				return err
@@ -207,4 +209,20 @@ func demoCmd(e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "  go run ./cmd/host request %s --at %d\n", path, last)
 	fmt.Fprintf(e.stdout, "  go run ./cmd/host inspect %s\n", path)
 	return nil
+}
+
+// compactorsLine says who compacts in the demo: compaction-basic's
+// behaviour when it is the one configured, else the configured plugins.
+func compactorsLine(cs []host.CompactionProvider) string {
+	if len(cs) == 1 && cs[0].ID() == plugins.CompactionBasic {
+		return plugins.CompactionBasic + " summarizes everything after node 0"
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, strconv.Quote(c.ID()))
+	}
+	if len(names) == 0 {
+		return "no compaction plugin is enabled"
+	}
+	return "the configured compaction plugins act in order: " + strings.Join(names, ", ")
 }

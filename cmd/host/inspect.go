@@ -27,8 +27,19 @@ type inspectJSON struct {
 	Prompts           []promptJSON         `json:"prompts"`
 	Compactions       []compactionJSON     `json:"compactions"`
 	Tokens            *host.Measurement    `json:"tokens,omitzero"`
+	Rewrites          []rewriteJSON        `json:"toolResultRewrites"`
 	Failures          []host.PluginFailure `json:"pluginFailures"`
 	Calls             []host.PluginUsage   `json:"pluginCalls"`
+}
+
+// rewriteJSON is one tool-result rewrite: the result at Replaces is shown
+// to the model as the one at Seq.
+type rewriteJSON struct {
+	Seq         int64  `json:"seq"`
+	Replaces    int64  `json:"replaces"`
+	CallID      string `json:"callId"`
+	CharsBefore int    `json:"charsBefore"`
+	CharsAfter  int    `json:"charsAfter"`
 }
 
 type nodeJSON struct {
@@ -50,18 +61,21 @@ type promptJSON struct {
 }
 
 type compactionJSON struct {
-	ID           string  `json:"compactionId"`
-	Start        int64   `json:"startSeq"`
-	Shadowed     []int64 `json:"shadowedSeqs,omitzero"`
-	TokenCount   int64   `json:"shadowedTokenCount,omitzero"`
-	Provider     string  `json:"provider,omitzero"`
-	Model        string  `json:"model,omitzero"`
-	Checkpoint   int64   `json:"checkpointSeq,omitzero"`
-	Plugin       string  `json:"plugin,omitzero"` // the plugin whose checkpoint it is
-	End          int64   `json:"endSeq,omitzero"`
-	Error        string  `json:"error,omitzero"`
-	TokensBefore int64   `json:"tokensBefore,omitzero"`
-	TokensAfter  int64   `json:"tokensAfter,omitzero"`
+	ID         string  `json:"compactionId"`
+	Start      int64   `json:"startSeq"`
+	Shadowed   []int64 `json:"shadowedSeqs,omitzero"`
+	TokenCount int64   `json:"shadowedTokenCount,omitzero"`
+	Provider   string  `json:"provider,omitzero"`
+	Model      string  `json:"model,omitzero"`
+	Checkpoint int64   `json:"checkpointSeq,omitzero"`
+	Plugin     string  `json:"plugin,omitzero"` // the plugin whose checkpoint it is
+	// Unbracketed marks a checkpoint no compaction bracket encloses: its
+	// shadowed seqs are the messages it cites.
+	Unbracketed  bool   `json:"unbracketed,omitzero"`
+	End          int64  `json:"endSeq,omitzero"`
+	Error        string `json:"error,omitzero"`
+	TokensBefore int64  `json:"tokensBefore,omitzero"`
+	TokensAfter  int64  `json:"tokensAfter,omitzero"`
 }
 
 func inspectCmd(e *env, args []string) error {
@@ -90,7 +104,7 @@ func inspect(s *loaded) inspectJSON {
 	l := s.log
 	out := inspectJSON{Session: s.id, MigratedFrom: s.migratedFrom, Events: l.Len(),
 		ReplaceGeneration: l.ReplaceGeneration(), ContentGeneration: l.ContentGeneration(),
-		Surface: []nodeJSON{}, Prompts: []promptJSON{}, Compactions: []compactionJSON{}, Failures: []host.PluginFailure{},
+		Surface: []nodeJSON{}, Prompts: []promptJSON{}, Compactions: []compactionJSON{}, Rewrites: []rewriteJSON{}, Failures: []host.PluginFailure{},
 		Calls: host.PluginCalls(l.Events())}
 	if out.Calls == nil {
 		out.Calls = []host.PluginUsage{}
@@ -154,7 +168,33 @@ func inspect(s *loaded) inspectJSON {
 		case surface.TypeUserMessage:
 			if id, plugin, ok := host.CheckpointOf(l, e.Seq); ok && byID[id] != nil {
 				byID[id].Checkpoint, byID[id].Plugin = e.Seq, plugin
+				continue
 			}
+			m, ok := l.Message(e.Seq)
+			if e.Op.Kind != surface.OpReplace || !ok || m.Source.Kind != "plugin" {
+				continue
+			}
+			// A checkpoint without a bracket: still a compaction.
+			c := compactionJSON{Start: e.Seq, Checkpoint: e.Seq, Plugin: m.Source.Plugin, Unbracketed: true}
+			for _, seq := range e.Sources {
+				if src, ok := l.Event(seq); ok && surface.KindOf(src.Type).IsSurface() {
+					c.Shadowed = append(c.Shadowed, seq)
+				}
+			}
+			key := "\x00" + strconv.FormatInt(e.Seq, 10) // never a compaction id
+			byID[key] = &c
+			order = append(order, key)
+		case surface.TypeToolResult:
+			if e.Op.Kind != surface.OpReplace {
+				continue
+			}
+			now, _ := l.Message(e.Seq)
+			was, _ := l.Message(e.Op.Start)
+			if now == nil || was == nil {
+				continue
+			}
+			out.Rewrites = append(out.Rewrites, rewriteJSON{Seq: e.Seq, Replaces: e.Op.Start, CallID: now.Source.CallID,
+				CharsBefore: len(surface.TextOf(toolContent(was))), CharsAfter: len(surface.TextOf(toolContent(now)))})
 		case surface.TypePluginFailure:
 			var f host.PluginFailure
 			if json.Unmarshal(e.Data, &f) == nil {
@@ -223,6 +263,11 @@ func printInspect(w io.Writer, out inspectJSON) {
 	}
 	fmt.Fprintf(w, "\nCompactions (%d)\n", len(out.Compactions))
 	for _, c := range out.Compactions {
+		if c.Unbracketed {
+			fmt.Fprintf(w, "  (no bracket)  checkpoint seq %d by %s  %d nodes shadowed (seqs %s)\n", c.Checkpoint,
+				termLine(strconv.Quote(c.Plugin)), len(c.Shadowed), seqList(c.Shadowed))
+			continue
+		}
 		status := "ok"
 		if c.Error != "" {
 			status = "failed: " + termLine(c.Error)
@@ -237,6 +282,12 @@ func printInspect(w io.Writer, out inspectJSON) {
 			fmt.Fprintf(w, "  checkpoint seq %d by %s", c.Checkpoint, termLine(strconv.Quote(c.Plugin)))
 		}
 		fmt.Fprintln(w)
+	}
+	if len(out.Rewrites) > 0 {
+		fmt.Fprintf(w, "\nTool-result rewrites (%d)\n", len(out.Rewrites))
+		for _, r := range out.Rewrites {
+			fmt.Fprintf(w, "  seq %d replaces seq %d (call %s): %d → %d chars\n", r.Seq, r.Replaces, termLine(r.CallID), r.CharsBefore, r.CharsAfter)
+		}
 	}
 	if t := out.Tokens; t != nil {
 		printTokens(w, t)
@@ -263,4 +314,13 @@ func printTokens(w io.Writer, t *host.Measurement) {
 	fmt.Fprintf(w, "\nTokens (%s, baseline %s)\n", termLine(t.Tokenizer), termLine(t.Baseline))
 	fmt.Fprintf(w, "  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n  %-13s %8d\n",
 		"system", b.System, "user", b.User, "assistant", b.Assistant, "tool results", b.ToolResults, "tools schema", b.Tools, "total", t.TotalTokens)
+}
+
+// seqList prints seqs as "3, 6, 11".
+func seqList(seqs []int64) string {
+	parts := make([]string, len(seqs))
+	for i, s := range seqs {
+		parts[i] = strconv.FormatInt(s, 10)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -53,6 +53,13 @@ func TestRunAgainstLoopbackServer(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, string(out), "AUTH")
 	require.NotContains(t, string(out), "sk-live-test-secret")
+
+	// A retried rate limit is logged as llm/retry; the log keeps its shapes.
+	srv.Push(llmtest.RateLimited("0"), llmtest.TextReply(20, 3, "Later."))
+	out, err = liveCmd(t, dir, srv.URL(), "--session", file, "once more").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	types := requireLogMatchesSchemas(t, file)
+	require.Positive(t, types["llm/retry"])
 }
 
 // TestRunAgainstNativeAPIs runs one turn through the Anthropic and Gemini
@@ -173,6 +180,7 @@ func TestRunCancelledMidStreamThenResumed(t *testing.T) {
 	// The resumed request carries the interrupted prefix the user saw.
 	last := srv.Requests()[len(srv.Requests())-1]
 	require.Contains(t, string(last.Body), "Partial")
+	requireLogMatchesSchemas(t, file)
 }
 
 // seqOf returns the seq (as text) of the first line of file containing sub.

@@ -9,10 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/llm/llmtest"
+	"github.com/weirhost/weir/surface"
 )
 
 // hostBin is the command built once for every test.
@@ -310,6 +313,7 @@ func TestCompactCommand(t *testing.T) {
 	require.Equal(t, in.Surface[1].Seq, in.Compactions[1].Checkpoint)
 	text := runHost(t, dir, "", "inspect", file)
 	require.Contains(t, text.stdout, fmt.Sprintf("checkpoint seq %d by \"compaction-basic\"", in.Compactions[1].Checkpoint))
+	requireLogMatchesSchemas(t, file)
 }
 
 // buildGuest builds a guest module of this repository into dir.
@@ -340,6 +344,14 @@ func TestPluginsCommand(t *testing.T) {
 	require.ElementsMatch(t, []string{"system-prompt", "compaction", "token-meter"}, v.Roles)
 	require.NotEmpty(t, v.Imports)
 	require.Contains(t, strings.Join(v.Exports, "\n"), "memory")
+	require.Equal(t, pluginLimits(config.Default()), v.Limits.All, "verify prints the limits table of docs/authors.md")
+	require.Equal(t, int64(48), v.Limits.SoftMemoryMiB)
+	writeFile(t, filepath.Join(dir, "big.yaml"), "sandbox:\n  memoryLimitMiB: 128\n")
+	r = runHost(t, dir, "", "plugins", "verify", "--config", filepath.Join(dir, "big.yaml"), good)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "  linear memory (hard cap): 128 MiB (sandbox.memoryLimitMiB)\n")
+	require.Contains(t, r.stdout, "  soft memory limit (3/4 of the hard cap): 96 MiB (sandbox.memoryLimitMiB)\n", "the soft limit scales")
+	require.Contains(t, r.stdout, "  deadline: compaction.* (time inside summarize not counted): 120s (sandbox.callTimeout.compaction)\n")
 
 	bad := buildGuest(t, "./host/plugin/testdata/hostile/import-socket", dir)
 	r = runHost(t, dir, "", "plugins", "verify", bad)
@@ -376,10 +388,23 @@ func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
 	}
 	file := filepath.Join(dir, "s.jsonl")
 	script := tourModel(t)
+	var shown strings.Builder
 	for _, q := range []string{"what files are here?", "thanks", "and again"} {
 		r := runHost(t, dir, "", "run", "--config", conf, "--model", script, "--session", file, q)
 		require.Equal(t, 0, r.code, r.stderr)
+		shown.WriteString(r.stdout)
 	}
+	// The pruner's work shows, naming it, though it opens no bracket.
+	require.Regexp(t, `· prune: 1 tool results \(\d+ bytes\) by "pruner"`, shown.String())
+	require.Regexp(t, `· tool result of call \S+ rewritten \(seq \d+ → \d+, \d+ → \d+ chars\) by "pruner"`, shown.String())
+	require.NotContains(t, shown.String(), "compaction-basic")
+	text := runHost(t, dir, "", "inspect", file)
+	require.Equal(t, 0, text.code, text.stderr)
+	require.Contains(t, text.stdout, "Tool-result rewrites (1)")
+	var in inspectJSON
+	require.NoError(t, json.Unmarshal([]byte(runHost(t, dir, "", "inspect", "--json", file).stdout), &in))
+	require.Len(t, in.Rewrites, 1)
+	require.Less(t, in.Rewrites[0].CharsAfter, in.Rewrites[0].CharsBefore)
 	out := runHost(t, dir, "", "replay", "--json", file)
 	require.Equal(t, 0, out.code, out.stderr)
 	var rep replayJSON
@@ -388,6 +413,7 @@ func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"type":"compaction/prune"`, "the pruner rewrote the old tool result")
+	requireLogMatchesSchemas(t, file)
 	require.GreaterOrEqual(t, rep.ReplaceGeneration, uint64(1))
 }
 
@@ -454,9 +480,142 @@ plugins:
 	require.Equal(t, "looper", in.Calls[0].Plugin)
 	require.Equal(t, 3, in.Calls[0].Calls)
 	require.Equal(t, "system", in.Surface[0].Role, "node 0 is still the system prompt")
+	types := requireLogMatchesSchemas(t, file)
+	require.Positive(t, types["plugin/failure"])
+	require.Positive(t, types["plugin/call"])
 
 	srv.Push(llmtest.TextReply(20, 3, "Still here."))
 	r = runHost(t, dir, "", "run", "--base-url", srv.URL(), "--provider", "test", "--model", "m", "--session", file, "again")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "Still here.")
+}
+
+// TestPromptPluginByConfigurationAlone: examples/prompt-plugin, swapped in
+// by weir.yaml, gets its instructions from prompt.data (a file) and the
+// date from the host, and renders both into the session's system prompt.
+func TestPromptPluginByConfigurationAlone(t *testing.T) {
+	dir := t.TempDir()
+	wasm := buildGuest(t, "./examples/prompt-plugin", dir)
+	writeFile(t, filepath.Join(dir, "AGENTS.md"), "## Style\nUse tabs.\n\n## Release process\nTag it.\n")
+	conf := filepath.Join(dir, "weir.yaml")
+	writeFile(t, conf, `prompt:
+  data:
+    - key: instructions
+      file: AGENTS.md
+plugins:
+  - name: system-prompt
+    enabled: false
+  - name: prompt-plugin
+    path: `+wasm+`
+    role: system-prompt
+    config:
+      title: Project instructions
+      skipHeadings: [Release process]
+      maxBytes: 16384
+`)
+	file := filepath.Join(dir, "s.jsonl")
+	before := time.Now()
+	r := runHost(t, dir, "", "run", "--model", tourModel(t), "--session", file, "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	after := time.Now()
+
+	out := runHost(t, dir, "", "replay", "--json", file)
+	require.Equal(t, 0, out.code, out.stderr)
+	var rep replayJSON
+	require.NoError(t, json.Unmarshal([]byte(out.stdout), &rep))
+	require.Equal(t, "system", rep.Messages[0].Role)
+	prompt := surface.TextOf(rep.Messages[0].Content)
+	require.Contains(t, prompt, "# Project instructions\n\n## Style\nUse tabs.")
+	require.NotContains(t, prompt, "Tag it.", "skipHeadings applies")
+	dated := false
+	for _, d := range []time.Time{before, after} {
+		dated = dated || strings.HasSuffix(prompt, "Today is "+d.Format("Monday, 2 January 2006")+".")
+	}
+	require.True(t, dated, "the prompt ends with the host's date: %q", prompt)
+	requireLogMatchesSchemas(t, file)
+
+	// A user key cannot shadow one the host provides.
+	writeFile(t, conf, "prompt:\n  data:\n    - key: date\n      text: 2020-01-01\n")
+	r = runHost(t, dir, "", "config", "--config", conf)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, `prompt.data[0].key: "date" is provided by the host`)
+}
+
+// TestInspectShowsACheckpointWithoutBracket: a log whose checkpoint no
+// compaction bracket encloses (one written before brackets were required,
+// or by another host) still shows the compaction, its plugin and the
+// nodes it shadowed.
+func TestInspectShowsACheckpointWithoutBracket(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for _, line := range strings.Split(readFile(t, filepath.Join(repoRoot(t), "examples", "sessions", "demo.jsonl")), "\n") {
+		for _, typ := range []string{"start", "summary", "end"} {
+			if strings.HasPrefix(line, `{"type":"compaction/`+typ+`",`) {
+				// Keep the seq; drop the bracket.
+				line = `{"type":"test/gap",` + line[len(`{"type":"compaction/`+typ+`",`):]
+				line = line[:strings.Index(line, `"data":`)] + `"data":{},"ignorable":true}`
+			}
+		}
+		b.WriteString(line + "\n")
+	}
+	file := filepath.Join(dir, "s.jsonl")
+	writeFile(t, file, strings.TrimSuffix(b.String(), "\n"))
+	r := runHost(t, dir, "", "inspect", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Compactions (1)\n  (no bracket)  checkpoint seq 41 by \"compaction-basic\"  11 nodes shadowed (seqs 3, 6, 11, 12, 14, 17, 23, 25, 30, 31, 33)\n")
+}
+
+// TestThirdPartyBracketShowsLikeTheBuiltIn: a compaction plugin under
+// another name that brackets its work shows as compaction-basic's does,
+// under its own name, in host compact and in inspect.
+func TestThirdPartyBracketShowsLikeTheBuiltIn(t *testing.T) {
+	dir := t.TempDir()
+	wasm := buildGuest(t, "./plugins/compaction-basic", dir)
+	conf := filepath.Join(dir, "weir.yaml")
+	writeFile(t, conf, `plugins:
+  - name: compaction-basic
+    enabled: false
+  - name: summarizer
+    path: `+wasm+`
+    role: compaction
+`)
+	file := filepath.Join(dir, "s.jsonl")
+	script := tourModel(t)
+	for _, q := range []string{"hello", "what files are here?", "and the time?", "hello again", "one more time?", "thanks"} {
+		r := runHost(t, dir, "", "run", "--config", conf, "--model", script, "--session", file, q)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	r := runHost(t, dir, "", "compact", "--config", conf, "--model", script, file)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `· compaction: \d+ nodes shadowed \(\d+ tokens\), summarized by offline/\S+\n· compaction receipt: tokens \d+ → \d+, checkpoint by "summarizer"\n`, r.stdout)
+	require.NotContains(t, r.stdout, "compaction-basic")
+	text := runHost(t, dir, "", "inspect", file)
+	require.Regexp(t, `checkpoint seq \d+ by "summarizer"`, text.stdout)
+	require.NotContains(t, text.stdout, "compaction-basic")
+	requireLogMatchesSchemas(t, file)
+}
+
+// TestHostDataReachesThePromptPlugin: the built-in system-prompt plugin,
+// configured to show host data, renders every key the host documents.
+func TestHostDataReachesThePromptPlugin(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my-project")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	conf := filepath.Join(dir, "weir.yaml")
+	writeFile(t, conf, `prompt:
+  data:
+    - key: team
+      text: platform
+plugins:
+  - name: system-prompt
+    config: {"data": ["date", "workdir", "route", "model", "tools", "team"]}
+`)
+	file := filepath.Join(dir, "s.jsonl")
+	r := runHost(t, dir, "", "run", "--config", conf, "--route", "offline", "--session", file, "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep replayJSON
+	require.NoError(t, json.Unmarshal([]byte(runHost(t, dir, "", "replay", "--json", file).stdout), &rep))
+	prompt := surface.TextOf(rep.Messages[0].Content)
+	require.Regexp(t, `\n# Environment\ndate: \d{4}-\d{2}-\d{2}\nworkdir: my-project\nroute: offline\nmodel: offline/\S+\ntools: list_files: `, prompt)
+	require.Contains(t, prompt, "\nteam: platform")
+	require.NotContains(t, prompt, filepath.Dir(dir), "the working directory's name, never its path")
 }

@@ -33,9 +33,13 @@ type verifyJSON struct {
 }
 
 type limitsJSON struct {
-	MemoryMiB   int64             `json:"memoryMiB"`
-	OutputKiB   int64             `json:"outputKiB"`
-	CallTimeout map[string]string `json:"callTimeout"`
+	MemoryMiB     int64             `json:"memoryMiB"`
+	SoftMemoryMiB int64             `json:"softMemoryMiB"`
+	OutputKiB     int64             `json:"outputKiB"`
+	StartTimeout  string            `json:"startTimeout"`
+	CallTimeout   map[string]string `json:"callTimeout"`
+	// All is every limit the plugin runs under, as docs/authors.md lists them.
+	All []limitRow `json:"all"`
 }
 
 // pluginJSON is one entry of "host plugins list --json".
@@ -123,10 +127,12 @@ func verifyPlugin(e *env, cfg *config.Config, path string, asJSON bool) error {
 	d := p.Description()
 	out := verifyJSON{File: path, Name: d.Name, Version: d.Version, ABIMajor: abi.Major, ABIMinor: d.AbiMinor, SDK: d.Sdk,
 		Imports: info.Imports, Exports: info.Exports,
-		Limits: limitsJSON{MemoryMiB: cfg.Sandbox.MemoryLimitMiB, OutputKiB: cfg.Sandbox.OutputLimitKiB, CallTimeout: map[string]string{
-			"system-prompt": cfg.Sandbox.Timeout("system-prompt").String(),
-			"compaction":    cfg.Sandbox.Timeout("compaction").String(),
-			"token-meter":   cfg.Sandbox.Timeout("token-meter").String()}}}
+		Limits: limitsJSON{MemoryMiB: cfg.Sandbox.MemoryLimitMiB, SoftMemoryMiB: int64(cfg.Sandbox.SoftMemoryBytes() >> 20),
+			OutputKiB: cfg.Sandbox.OutputLimitKiB, StartTimeout: config.StartTimeout.String(), CallTimeout: map[string]string{
+				"system-prompt": cfg.Sandbox.Timeout("system-prompt").String(),
+				"compaction":    cfg.Sandbox.Timeout("compaction").String(),
+				"token-meter":   cfg.Sandbox.Timeout("token-meter").String()},
+			All: pluginLimits(cfg)}}
 	for _, k := range d.Kinds {
 		out.Roles = append(out.Roles, k.String())
 	}
@@ -137,7 +143,14 @@ func verifyPlugin(e *env, cfg *config.Config, path string, asJSON bool) error {
 	fmt.Fprintf(w, "%s: plugin %s version %s, ABI %d.%d, %s\n", termLine(path), termLine(strconv.Quote(out.Name)),
 		termLine(strconv.Quote(out.Version)), out.ABIMajor, out.ABIMinor, termLine(out.SDK))
 	fmt.Fprintf(w, "roles: %s\n", termLine(strings.Join(out.Roles, ", ")))
-	fmt.Fprintf(w, "limits: memory %d MiB, output %d KiB, call timeouts %v\n", out.Limits.MemoryMiB, out.Limits.OutputKiB, out.Limits.CallTimeout)
+	fmt.Fprintf(w, "limits (docs/authors.md#limits):\n")
+	for _, l := range out.Limits.All {
+		key := "fixed"
+		if l.Key != "" {
+			key = l.Key
+		}
+		fmt.Fprintf(w, "  %s: %s (%s)\n", strings.ReplaceAll(l.What, "`", ""), l.Value, key)
+	}
 	fmt.Fprintf(w, "imports (%d):\n", len(out.Imports))
 	for _, s := range out.Imports {
 		fmt.Fprintf(w, "  %s\n", termLine(s))

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
+	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
 )
@@ -17,9 +19,41 @@ type printer struct {
 	w       io.Writer
 	kind    llm.DeltaKind // kind of the open streamed line, 0 when none
 	callIdx int
+	// log, when set, lets the printer say what a replacement shadowed.
+	log *surface.Log
+	// compactors are the configured compaction plugins' names: a
+	// tool-result rewrite names its plugin when only one could have made it.
+	compactors []string
+	bracket    string // the open compaction bracket's id, "" when none
+	by         string // the plugin whose checkpoint the open bracket holds
 }
 
 func newPrinter(w io.Writer) *printer { return &printer{w: w, callIdx: -1} }
+
+// watch makes p show the committed events of l, and name the compaction
+// plugins whose work it shows.
+func (p *printer) watch(l *surface.Log, compactors []host.CompactionProvider) {
+	p.log = l
+	for _, c := range compactors {
+		p.compactors = append(p.compactors, c.ID())
+	}
+	l.Observe(p.event)
+}
+
+// shadowed counts the cited events of a replacement that are messages:
+// the nodes it shadowed (and any other message it cites).
+func (p *printer) shadowed(e surface.Event) int {
+	if p.log == nil {
+		return len(e.Sources)
+	}
+	n := 0
+	for _, seq := range e.Sources {
+		if c, ok := p.log.Event(seq); ok && surface.KindOf(c.Type).IsSurface() {
+			n++
+		}
+	}
+	return n
+}
 
 func (p *printer) delta(d llm.Delta) {
 	if d.Kind != p.kind || (d.Kind == llm.DeltaToolCall && d.Call != p.callIdx) {
@@ -52,6 +86,11 @@ func (p *printer) finish() { p.endLine() }
 func (p *printer) event(e surface.Event) {
 	switch e.Type {
 	case surface.TypeToolResult:
+		if e.Op.Kind == surface.OpReplace {
+			p.endLine()
+			p.rewrite(e)
+			return
+		}
 		if e.Op.Kind != surface.OpAppend {
 			return
 		}
@@ -80,6 +119,37 @@ func (p *printer) event(e surface.Event) {
 		default:
 			fmt.Fprintf(p.w, "· prompt changed: node 0 replaced (seq %d → %d, %d chars)\n", e.Op.Start, e.Seq, len(text))
 		}
+	case surface.TypeUserMessage:
+		if e.Op.Kind != surface.OpReplace {
+			return
+		}
+		var m surface.Message
+		if json.Unmarshal(e.Data, &m) != nil {
+			return
+		}
+		if p.bracket != "" {
+			p.by = m.Source.Plugin // shown with the receipt
+			return
+		}
+		p.endLine()
+		fmt.Fprintf(p.w, "· compaction by %s: checkpoint seq %d replaces %d nodes (seq %d..%d), without a compaction bracket\n",
+			termLine(strconv.Quote(m.Source.Plugin)), e.Seq, p.shadowed(e), e.Op.Start, e.Op.End)
+	case surface.TypeCompactionStart:
+		var d struct {
+			ID string `json:"compactionId"`
+		}
+		if json.Unmarshal(e.Data, &d) == nil {
+			p.bracket, p.by = d.ID, ""
+		}
+	case surface.TypeCompactionPrune:
+		var d struct {
+			ShadowedSeqs []int64 `json:"shadowedSeqs"`
+			Bytes        int64   `json:"bytes"`
+		}
+		if json.Unmarshal(e.Data, &d) == nil {
+			p.endLine()
+			fmt.Fprintf(p.w, "· prune: %d tool results (%d bytes)%s\n", len(d.ShadowedSeqs), d.Bytes, p.byLine())
+		}
 	case surface.TypeCompactionSummary:
 		p.endLine()
 		var d struct {
@@ -97,6 +167,8 @@ func (p *printer) event(e surface.Event) {
 			TokensBefore int64  `json:"tokensBefore"`
 			TokensAfter  int64  `json:"tokensAfter"`
 		}
+		by := p.by
+		p.bracket, p.by = "", ""
 		if json.Unmarshal(e.Data, &d) != nil {
 			return
 		}
@@ -104,10 +176,49 @@ func (p *printer) event(e surface.Event) {
 		switch {
 		case d.Error != "":
 			fmt.Fprintf(p.w, "· compaction failed: %s\n", termLine(d.Error))
+		case d.TokensBefore > 0 && by != "":
+			fmt.Fprintf(p.w, "· compaction receipt: tokens %d → %d, checkpoint by %s\n", d.TokensBefore, d.TokensAfter, termLine(strconv.Quote(by)))
 		case d.TokensBefore > 0:
 			fmt.Fprintf(p.w, "· compaction receipt: tokens %d → %d\n", d.TokensBefore, d.TokensAfter)
 		}
 	}
+}
+
+// rewrite shows a tool-result rewrite: which result, how much smaller.
+func (p *printer) rewrite(e surface.Event) {
+	var d surface.StepMessage
+	if json.Unmarshal(e.Data, &d) != nil {
+		return
+	}
+	before := -1
+	if p.log != nil {
+		if m, ok := p.log.Message(e.Op.Start); ok {
+			before = len(surface.TextOf(toolContent(m)))
+		}
+	}
+	after := len(surface.TextOf(toolContent(&d.Message)))
+	size := fmt.Sprintf("%d chars", after)
+	if before >= 0 {
+		size = fmt.Sprintf("%d → %d chars", before, after)
+	}
+	fmt.Fprintf(p.w, "· tool result of call %s rewritten (seq %d → %d, %s)%s\n",
+		termLine(d.Message.Source.CallID), e.Op.Start, e.Seq, size, p.byLine())
+}
+
+// byLine names the compaction plugin when only one is configured.
+func (p *printer) byLine() string {
+	if len(p.compactors) == 1 {
+		return " by " + termLine(strconv.Quote(p.compactors[0]))
+	}
+	return ""
+}
+
+// toolContent is the inner content of a tool result's block.
+func toolContent(m *surface.Message) []surface.Block {
+	if len(m.Content) == 1 {
+		return m.Content[0].Content
+	}
+	return nil
 }
 
 func oneLine(s string, width int) string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/hashicorp/go-hclog"
@@ -62,7 +63,8 @@ func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logg
 			conf = o
 		}
 		lp, err := provider.Load(ctx, rt, provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: conf,
-			Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Output: int(cfg.Sandbox.OutputLimitKiB) << 10}},
+			Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Start: config.StartTimeout,
+				Output: int(cfg.Sandbox.OutputLimitKiB) << 10, SoftMemory: cfg.Sandbox.SoftMemoryBytes()}},
 			provider.WithLogger(config.PluginLogger(log, p.Name)),
 			provider.WithTokenizers(meternative.Counters()),
 			provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
@@ -180,6 +182,26 @@ func hasFile(dir string) bool {
 		return nil
 	})
 	return err == found
+}
+
+// hostData is the host data the system-prompt plugin receives
+// (docs/authors.md, "Host data"): the date, the working directory's name,
+// the route's name and provider/model, and the user's keys from
+// prompt.data. The tool list is added under "tools" when the prompt is
+// rendered, from the tools the step offers.
+func hostData(cfg *config.Config, route host.Route, now time.Time, cwd string) map[string]string {
+	data := map[string]string{
+		config.DataDate:  now.Format(time.DateOnly),
+		config.DataRoute: cfg.Model,
+		config.DataModel: route.Provider + "/" + route.Model,
+	}
+	if name := filepath.Base(cwd); cwd != "" && name != string(filepath.Separator) && name != "." {
+		data[config.DataWorkdir] = name
+	}
+	for _, d := range cfg.Prompt.Data {
+		data[d.Key] = d.Text
+	}
+	return data
 }
 
 // limits sets the bounds the configuration gives a session's loop: the

@@ -304,7 +304,7 @@ func runCmd(e *env, args []string) error {
 	}
 	defer set.Close(context.Background())
 	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
-		Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
+		Sections: sections, Data: hostData(cfg, route, time.Now(), cwd), Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
 		Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
 	if err != nil {
 		return err
@@ -317,7 +317,7 @@ func runCmd(e *env, args []string) error {
 			}
 		})
 	}
-	s.Log().Observe(out.event)
+	out.watch(s.Log(), prov.compactors)
 	if interactive {
 		return chat(e, a, out, path)
 	}

@@ -95,3 +95,15 @@ func (s Sandbox) HostCompactionBudget() host.CompactionBudget {
 	return host.CompactionBudget{MaxCalls: int(s.Compaction.MaxSummarizeCalls), MaxTokens: s.Compaction.MaxSummarizeTokens,
 		WallClock: s.Compaction.WallClock}
 }
+
+// StartTimeout is the deadline of starting a plugin instance: instantiate,
+// the guest runtime's initialisation, init and describe. It is not
+// configurable.
+const StartTimeout = 2 * time.Second
+
+// SoftMemoryBytes is the soft memory limit of a plugin instance: three
+// quarters of memoryLimitMiB (48 MiB of the default 64). An instance whose
+// memory grew past it is retired after its call, without an error.
+func (s Sandbox) SoftMemoryBytes() uint64 {
+	return uint64(s.MemoryLimitMiB) << 20 / 4 * 3
+}

@@ -84,7 +84,12 @@ func fill(m, template map[string]any) {
 }
 
 func fillSections(m map[string]any) {
-	if s, ok := m["sections"].([]any); ok {
+	fillList(m, "sections")
+	fillList(m, "data")
+}
+
+func fillList(m map[string]any, name string) {
+	if s, ok := m[name].([]any); ok {
 		for i, e := range s {
 			sm, ok := e.(map[string]any)
 			if !ok {

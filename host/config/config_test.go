@@ -640,3 +640,38 @@ plugins:
 		}
 	}
 }
+
+func TestPromptData(t *testing.T) {
+	dir := setup(t, map[string]string{
+		"conf/weir.yaml": "prompt:\n  data:\n    - key: instructions\n      file: AGENTS.md\n    - key: team\n      text: platform\n",
+		"conf/AGENTS.md": "## Style\nUse tabs.\n",
+	})
+	cfg, _, err := config.Load(config.Options{Dir: dir, File: "conf/weir.yaml", Env: []string{}})
+	require.NoError(t, err)
+	require.Equal(t, []config.Section{
+		{Key: "instructions", Text: "## Style\nUse tabs.\n", File: filepath.Join(dir, "conf", "AGENTS.md")},
+		{Key: "team", Text: "platform"},
+	}, cfg.Prompt.Data, "a relative file starts at the configuration file's folder and is read at load")
+
+	dir = setup(t, map[string]string{"weir.yaml": `prompt:
+  data:
+    - key: date
+      text: "2020-01-01"
+    - key: team
+      text: a
+    - key: team
+      text: b
+    - key: notes
+      text: a
+      file: notes.md
+    - text: keyless
+    - key: missing
+      file: absent.md
+`})
+	_, _, err = load(t, dir, nil)
+	problem(t, err, "prompt.data[0].key", `"date" is provided by the host`, "workdir")
+	problem(t, err, "prompt.data[2].key", `"team" is used twice (also prompt.data[1])`)
+	problem(t, err, "prompt.data[3].file", "together with text")
+	problem(t, err, "prompt.data[4].key", "is required")
+	problem(t, err, "prompt.data[5].file", "cannot be read")
+}

@@ -99,7 +99,25 @@ type Prompt struct {
 	// a known key replaces that section's text in place, a new key is
 	// appended.
 	PerModel map[string]PromptOverride `koanf:"perModel"`
+	// Data is user-defined host data for the system-prompt plugin, entries
+	// {key, text} or {key, file} like sections. The keys the host provides
+	// itself (HostDataKeys) cannot be set here.
+	Data []Section `koanf:"data"`
 }
+
+// Host data keys the host provides to the system-prompt plugin
+// (RenderRequest.host_data); docs/authors.md documents their values.
+const (
+	DataDate    = "date"    // the local date of the run, YYYY-MM-DD
+	DataWorkdir = "workdir" // the name (last element) of the working directory
+	DataRoute   = "route"   // the configured route's name
+	DataModel   = "model"   // the route's provider/model
+	DataTools   = "tools"   // the tools offered, one "name: description" line each
+)
+
+// HostDataKeys are the host data keys the host provides; prompt.data
+// cannot set them.
+var HostDataKeys = []string{DataDate, DataWorkdir, DataRoute, DataModel, DataTools}
 
 // PromptOverride is the prompt override of one route.
 type PromptOverride struct {
@@ -283,7 +301,7 @@ func Default() *Config {
 				Timeout: DefaultRouteTimeout, IdleTimeout: DefaultRouteIdleTimeout, MaxResponseMiB: DefaultMaxResponseMiB},
 		},
 		Prompt: Prompt{Sections: []Section{{Key: "base", Text: DefaultSystemPrompt}},
-			PerModel: map[string]PromptOverride{}},
+			PerModel: map[string]PromptOverride{}, Data: []Section{}},
 		Sandbox: Sandbox{
 			MemoryLimitMiB: 64,
 			CallTimeout:    CallTimeouts{Prompt: 2 * time.Second, Compaction: 120 * time.Second, Meter: 2 * time.Second},

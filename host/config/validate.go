@@ -63,6 +63,7 @@ func (l *loader) validate(c *Config) {
 		}
 		l.sections(id.with("sections"), c.Prompt.PerModel[name].Sections)
 	}
+	l.data(path{"prompt", "data"}, c.Prompt.Data)
 	l.plugins(c.Plugins)
 	l.sandbox(&c.Sandbox)
 	l.tools(&c.Tools)
@@ -183,6 +184,41 @@ func (l *loader) sections(id path, ss []Section) {
 				continue
 			}
 			s.File, s.Text = p, string(b)
+		}
+	}
+}
+
+// data checks prompt.data: keys unique and not the host's own, each with
+// text or a file (read now; plugins get no filesystem).
+func (l *loader) data(id path, ds []Section) {
+	seen := map[string]int{}
+	for i := range ds {
+		d := &ds[i]
+		eid := id.with(index(i))
+		switch first, dup := seen[d.Key]; {
+		case d.Key == "":
+			l.fail(eid.with("key"), "is required: give each data entry a unique key (e.g. instructions)")
+		case slices.Contains(HostDataKeys, d.Key):
+			l.fail(eid.with("key"), "%q is provided by the host (%s); choose another key", d.Key, strings.Join(HostDataKeys, ", "))
+		case dup:
+			l.fail(eid.with("key"), "%q is used twice (also %s); give each data entry its own key", d.Key, id.with(index(first)))
+		default:
+			seen[d.Key] = i
+		}
+		switch {
+		case d.Text != "" && d.File != "":
+			l.fail(eid.with("file"), "is given together with text; keep one of text and file")
+		case d.File != "":
+			p := d.File
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(l.dirOf(eid.with("file")), p)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				l.fail(eid.with("file"), "cannot be read (%v); check the path (a relative path starts at the directory of the file that names it)", unwrapPath(err))
+				continue
+			}
+			d.File, d.Text = p, string(b)
 		}
 	}
 }

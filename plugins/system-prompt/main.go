@@ -19,7 +19,7 @@
 //	    "deepseek/deepseek-reasoner": [{"key": "style", "text": "Think before you answer."}],
 //	    "gpt-4o": [{"key": "tools", "text": ""}]
 //	  },
-//	  "data": ["date", "cwd"]
+//	  "data": ["date", "workdir"]
 //	}
 //
 // perModel maps "provider/model" or a bare "model" to sections for that
@@ -32,7 +32,7 @@
 //
 //	# Environment
 //	date: 2025-05-01
-//	cwd: /home/me/project
+//	workdir: project
 //
 // Keys the host did not send, or sent blank, are left out; with none left
 // there is no Environment section.
