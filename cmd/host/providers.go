@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/hashicorp/go-hclog"
@@ -41,6 +42,17 @@ func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logg
 			fmt.Fprintln(e.stderr, "compiling plugins (first run only)…")
 		}
 	}
+	// The modules are read and the specifications made first, in order;
+	// then every plugin loads at once (checking, compiling or reading the
+	// compilation cache, starting the first instance). A failed load
+	// does not stop the others: the error reported is the first in the
+	// configuration's order, whatever the timing, and every plugin that
+	// did load is closed with the runtime.
+	type job struct {
+		spec provider.Spec
+		opts []provider.Option
+	}
+	var jobs []job
 	for _, p := range cfg.Plugins {
 		if !p.Enabled {
 			continue
@@ -60,18 +72,41 @@ func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logg
 		if o, ok := overrides[p.Name]; ok {
 			conf = o
 		}
-		lp, err := provider.Load(ctx, rt, provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: conf,
-			Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Output: int(cfg.Sandbox.OutputLimitKiB) << 10}},
-			provider.WithLogger(config.PluginLogger(log, p.Name)),
-			provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
-			provider.WithFailureWindow(int(cfg.Sandbox.Breaker.WindowSteps)))
-		if err != nil {
-			set.Close(ctx)
-			return nil, err
+		jobs = append(jobs, job{
+			spec: provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: conf,
+				Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Output: int(cfg.Sandbox.OutputLimitKiB) << 10}},
+			opts: []provider.Option{provider.WithLogger(config.PluginLogger(log, p.Name)),
+				provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
+				provider.WithFailureWindow(int(cfg.Sandbox.Breaker.WindowSteps))},
+		})
+	}
+	loaded := make([]*provider.Plugin, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { loaded[i], errs[i] = provider.Load(ctx, rt, j.spec, j.opts...) })
+	}
+	wg.Wait()
+	for i, lp := range loaded {
+		if errs[i] == nil {
+			set.loaded = append(set.loaded, lp)
 		}
-		set.loaded = append(set.loaded, lp)
+	}
+	if err := firstError(errs); err != nil {
+		set.Close(ctx)
+		return nil, err
 	}
 	return set, nil
+}
+
+// firstError is the first non-nil error of errs.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // providers are one session's providers.
