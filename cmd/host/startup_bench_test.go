@@ -27,15 +27,16 @@ import (
 // CPU time until it was killed, which a busy machine disturbs less than
 // the wall time.
 //
-// WEIR_STARTUP_BASELINE names another build of the command measured the
-// same way under baseline/, to compare two builds in one run:
+// WEIR_STARTUP_BASELINE names other builds of the command (a list, like
+// PATH) measured the same way under baseline=NAME/, to compare builds in
+// one run:
 //
-//	go build -o /tmp/host-old ./cmd/host  # at the old commit
+//	git stash; go build -o /tmp/host-old ./cmd/host; git stash pop
 //	WEIR_STARTUP_BASELINE=/tmp/host-old go test ./cmd/host -run '^$' -bench Startup -benchtime 10x
 func BenchmarkStartup(b *testing.B) {
 	bins := []struct{ name, path string }{{"current", hostBin}}
-	if old := os.Getenv("WEIR_STARTUP_BASELINE"); old != "" {
-		bins = append(bins, struct{ name, path string }{"baseline", old})
+	for _, old := range filepath.SplitList(os.Getenv("WEIR_STARTUP_BASELINE")) {
+		bins = append(bins, struct{ name, path string }{"baseline=" + filepath.Base(old), old})
 	}
 	for _, bin := range bins {
 		b.Run(bin.name, func(b *testing.B) {
