@@ -219,11 +219,13 @@ func TestDemoSessionNamesDoNotCollide(t *testing.T) {
 	}
 }
 
-// TestCompileNotice: a cold compilation cache is announced on stderr; a
-// warm one is not.
+// TestCompileNotice: a cold compilation cache is announced on stderr, also
+// when it holds only what another wazero version left there; a warm one is
+// not.
 func TestCompileNotice(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
+	writeFile(t, filepath.Join(cache, "wazero-v0.0.1-amd64-linux", "0123abcd"), "stale")
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}
 	r := runHostEnv(t, dir, "", env, "run", "--route", "offline", "hello")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/go-json-experiment/json"
@@ -29,19 +25,27 @@ type pluginSet struct {
 // ones from the modules embedded in this binary, others from their .wasm
 // files. overrides replaces the configuration of named plugins.
 func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logger, overrides map[string][]byte) (*pluginSet, error) {
-	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20), plugin.WithLogger(log))
+	// The notice goes out when the first load finds its module not yet
+	// compiled into the cache: a first run, a new plugin, a new version.
+	var (
+		rt     *plugin.Runtime
+		notice sync.Once
+	)
+	announce := func(string) {
+		notice.Do(func() {
+			if rt.CacheDir() == "" {
+				fmt.Fprintln(e.stderr, "compiling plugins (no compilation cache)…")
+			} else {
+				fmt.Fprintln(e.stderr, "compiling plugins (first run only)…")
+			}
+		})
+	}
+	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20), plugin.WithLogger(log),
+		plugin.WithCompileHook(announce))
 	if err != nil {
 		return nil, err
 	}
 	set := &pluginSet{rt: rt}
-	if slices.ContainsFunc(cfg.Plugins, func(p config.Plugin) bool { return p.Enabled }) {
-		switch dir := rt.CacheDir(); {
-		case dir == "":
-			fmt.Fprintln(e.stderr, "compiling plugins (no compilation cache)…")
-		case !hasFile(dir):
-			fmt.Fprintln(e.stderr, "compiling plugins (first run only)…")
-		}
-	}
 	// The modules are read and the specifications made first, in order;
 	// then every plugin loads at once (checking, compiling or reading the
 	// compilation cache, starting the first instance). A failed load
@@ -189,19 +193,6 @@ func routeProviders(ctx context.Context, e *env, cfg *config.Config, route host.
 		return nil, nil, err
 	}
 	return set, prov, nil
-}
-
-// hasFile reports whether the folder tree at dir holds a regular file: an
-// empty or missing compilation cache means the plugins compile now.
-func hasFile(dir string) bool {
-	found := errors.New("found")
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			return found
-		}
-		return nil
-	})
-	return err == found
 }
 
 // limits sets the bounds the configuration gives a session's loop: the

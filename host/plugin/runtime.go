@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -118,10 +117,11 @@ func DefaultCacheDir() string {
 // CacheDir returns the compilation cache directory in use ("" for memory).
 func (r *Runtime) CacheDir() string { return r.cfg.cacheDir }
 
-// compile returns the compiled module of wasm, compiling it at most once per
-// process (and at most once per machine with the disk cache).
-func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
-	key := sha256.Sum256(wasm)
+// compile returns the compiled module of wasm, whose sha256 is key,
+// compiling it at most once per process (and at most once per machine with
+// the disk cache). onCompile, if not nil, is called when this call starts
+// the compilation.
+func (r *Runtime) compile(ctx context.Context, key [32]byte, wasm []byte, onCompile func()) (wazero.CompiledModule, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -135,6 +135,9 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 		go r.runCompile(ctx, key, e, wasm)
 	}
 	r.mu.Unlock()
+	if !ok && onCompile != nil {
+		onCompile()
+	}
 	select {
 	case <-e.done:
 		return e.mod, e.err
