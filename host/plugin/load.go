@@ -82,7 +82,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	if hook := r.cfg.compileHook; hook != nil && !checked {
 		onCompile = func() { hook(name) }
 	}
-	compiled, err := r.compile(ctx, sum, wasm, onCompile)
+	compiled, err := r.compile(ctx, sum, wasm, checked, onCompile)
 	if err != nil {
 		var late *compileDeadlineError
 		switch {

@@ -122,7 +122,9 @@ func WithModuleLimits(l ModuleLimits) RuntimeOption {
 }
 
 // WithCompileDeadline bounds the compilation of a module (default
-// DefaultCompileDeadline; 0 is no deadline). A load whose compilation is
+// DefaultCompileDeadline; 0 is no deadline), counted from its start:
+// modules not known to the disk cache compile one at a time, and one
+// waiting for another has not started. A load whose compilation is
 // not done by then fails; wazero cannot interrupt the compilation of a
 // function, so it finishes in the background and its result is discarded.
 // Until it finishes, loading the same module bytes fails at once.
