@@ -42,22 +42,22 @@ func BenchmarkStartup(b *testing.B) {
 		b.Run(bin.name, func(b *testing.B) {
 			warmCache := b.TempDir()
 			b.Run("warm", func(b *testing.B) {
-				startup(b, bin.path, func(int) string { return warmCache }, false)
+				startup(b, bin.path, func(int) string { return warmCache }, false, false)
 			})
 			b.Run("cold", func(b *testing.B) {
 				dir := b.TempDir()
-				startup(b, bin.path, func(i int) string { return filepath.Join(dir, "cache", strconv.Itoa(i)) }, false)
+				startup(b, bin.path, func(i int) string { return filepath.Join(dir, "cache", strconv.Itoa(i)) }, true, false)
 			})
 			b.Run("no-plugins", func(b *testing.B) {
-				startup(b, bin.path, func(int) string { return warmCache }, true)
+				startup(b, bin.path, func(int) string { return warmCache }, false, true)
 			})
 		})
 	}
 }
 
 // startup measures b.N starts of bin; cache gives the compilation cache of
-// the i-th start. A warm cache is filled by one start before the timer.
-func startup(b *testing.B, bin string, cache func(i int) string, noPlugins bool) {
+// the i-th start. Unless cold, one start before the timer fills the cache.
+func startup(b *testing.B, bin string, cache func(i int) string, cold, noPlugins bool) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -134,7 +134,9 @@ func startup(b *testing.B, bin string, cache func(i int) string, noPlugins bool)
 		}
 		return firstByte, firstOutput, cpu
 	}
-	run(-1) // fills a warm cache; the page cache holds the binary
+	if !cold {
+		run(-1) // fills the cache; the page cache holds the binary
+	}
 	var total, output, cpu time.Duration
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
