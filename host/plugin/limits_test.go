@@ -250,3 +250,40 @@ func TestCheckedModulesAreRecordedByLimits(t *testing.T) {
 	notRejected(t, err)
 	require.Equal(t, []string{"memory"}, compiled, "without a cache directory every runtime compiles")
 }
+
+// TestUnknownModulesWaitForTheCompileSlot: a module not known to the cache
+// waits while another compilation holds the slot, and fails with the
+// runtime closed if it closes meanwhile; a known module, read from the
+// cache, does not wait.
+func TestUnknownModulesWaitForTheCompileSlot(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	known := abiModule(nestedBlocks(3))
+	queued := make(chan string, 2)
+	rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(dir), plugin.WithCompileHook(func(p string) { queued <- p }))
+	require.NoError(t, err)
+	_, err = rt.Load(ctx, "known", known) // compiles and records it
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "module rejected")
+	require.Equal(t, "known", <-queued)
+	require.NoError(t, rt.Close(ctx))
+
+	rt, err = plugin.NewRuntime(ctx, plugin.WithCacheDir(dir), plugin.WithCompileHook(func(p string) { queued <- p }))
+	require.NoError(t, err)
+	release := plugin.HoldCompileSlot(rt)
+	defer release()
+	_, err = rt.Load(ctx, "known", known)
+	require.Error(t, err, "the stub exports fail at start")
+	require.NotContains(t, err.Error(), "module rejected", "a known module compiled while the slot was held")
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Load(ctx, "new", abiModule(nestedBlocks(4)))
+		done <- err
+	}()
+	require.Equal(t, "new", <-queued)
+	require.NoError(t, rt.Close(ctx))
+	err = <-done
+	require.ErrorIs(t, err, plugin.ErrClosed)
+	require.EqualError(t, err, `plugin "new": load: runtime is closed`)
+}
