@@ -219,11 +219,13 @@ func TestDemoSessionNamesDoNotCollide(t *testing.T) {
 	}
 }
 
-// TestCompileNotice: a cold compilation cache is announced on stderr; a
-// warm one is not.
+// TestCompileNotice: a cold compilation cache is announced on stderr, also
+// when it holds only what another wazero version left there; a warm one is
+// not.
 func TestCompileNotice(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
+	writeFile(t, filepath.Join(cache, "wazero-v0.0.1-amd64-linux", "0123abcd"), "stale")
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}
 	r := runHostEnv(t, dir, "", env, "run", "--route", "offline", "hello")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -232,6 +234,26 @@ func TestCompileNotice(t *testing.T) {
 	r = runHostEnv(t, dir, "", env, "run", "--route", "offline", "hello")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NotContains(t, r.stderr, "compiling plugins")
+}
+
+// TestPluginLoadErrorIsTheFirstConfigured: plugins load together, and a
+// failed load reports the first failing plugin in the configuration's
+// order, not the first to fail: "slow" fails only after it compiled and
+// described itself, "fast" fails at once on its bytes.
+func TestPluginLoadErrorIsTheFirstConfigured(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.wasm")
+	writeFile(t, junk, "\x00asm\x01\x00\x00\x00\xff not a module")
+	meter := filepath.Join(repoRoot(t), "plugins", "token-meter", "token-meter.wasm")
+	writeFile(t, filepath.Join(dir, "weir.yaml"), "plugins:\n"+
+		"  - name: slow\n    path: "+meter+"\n    role: compaction\n"+
+		"  - name: fast\n    path: "+junk+"\n    role: compaction\n")
+	for range 2 {
+		r := runHost(t, dir, "", "run", "--route", "offline", "hello")
+		require.Equal(t, 1, r.code, r.stderr)
+		require.Contains(t, r.stderr, `plugin "slow" is configured as a compaction provider`)
+		require.NotContains(t, r.stderr, `"fast"`)
+	}
 }
 
 // TestOfflineRouteAnywhere: the default offline route's script ships in

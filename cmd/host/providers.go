@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	meternative "github.com/weirhost/weir/plugins/token-meter/native"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -30,19 +28,38 @@ type pluginSet struct {
 // ones from the modules embedded in this binary, others from their .wasm
 // files. overrides replaces the configuration of named plugins.
 func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logger, overrides map[string][]byte) (*pluginSet, error) {
-	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20), plugin.WithLogger(log))
+	// The notice goes out when the first load finds its module not yet
+	// compiled into the cache: a first run, a new plugin, a new version.
+	var (
+		rt     *plugin.Runtime
+		notice sync.Once
+	)
+	announce := func(string) {
+		notice.Do(func() {
+			if rt.CacheDir() == "" {
+				fmt.Fprintln(e.stderr, "compiling plugins (no compilation cache)…")
+			} else {
+				fmt.Fprintln(e.stderr, "compiling plugins (first run only)…")
+			}
+		})
+	}
+	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20), plugin.WithLogger(log),
+		plugin.WithCompileHook(announce))
 	if err != nil {
 		return nil, err
 	}
 	set := &pluginSet{rt: rt}
-	if slices.ContainsFunc(cfg.Plugins, func(p config.Plugin) bool { return p.Enabled }) {
-		switch dir := rt.CacheDir(); {
-		case dir == "":
-			fmt.Fprintln(e.stderr, "compiling plugins (no compilation cache)…")
-		case !hasFile(dir):
-			fmt.Fprintln(e.stderr, "compiling plugins (first run only)…")
-		}
+	// The modules are read and the specifications made first, in order;
+	// then every plugin loads at once (checking, compiling or reading the
+	// compilation cache, starting the first instance). A failed load
+	// does not stop the others: the error reported is the first in the
+	// configuration's order, whatever the timing, and every plugin that
+	// did load is closed with the runtime.
+	type job struct {
+		spec provider.Spec
+		opts []provider.Option
 	}
+	var jobs []job
 	for _, p := range cfg.Plugins {
 		if !p.Enabled {
 			continue
@@ -62,20 +79,43 @@ func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logg
 		if o, ok := overrides[p.Name]; ok {
 			conf = o
 		}
-		lp, err := provider.Load(ctx, rt, provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: conf,
-			Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Start: config.StartTimeout,
-				Output: int(cfg.Sandbox.OutputLimitKiB) << 10, SoftMemory: cfg.Sandbox.SoftMemoryBytes()}},
-			provider.WithLogger(config.PluginLogger(log, p.Name)),
-			provider.WithTokenizers(meternative.Counters()),
-			provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
-			provider.WithFailureWindow(int(cfg.Sandbox.Breaker.WindowSteps)))
-		if err != nil {
-			set.Close(ctx)
-			return nil, err
+		jobs = append(jobs, job{
+			spec: provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: conf,
+				Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Start: config.StartTimeout,
+					Output: int(cfg.Sandbox.OutputLimitKiB) << 10, SoftMemory: cfg.Sandbox.SoftMemoryBytes()}},
+			opts: []provider.Option{provider.WithLogger(config.PluginLogger(log, p.Name)),
+				provider.WithTokenizers(meternative.Counters()),
+				provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
+				provider.WithFailureWindow(int(cfg.Sandbox.Breaker.WindowSteps))},
+		})
+	}
+	loaded := make([]*provider.Plugin, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { loaded[i], errs[i] = provider.Load(ctx, rt, j.spec, j.opts...) })
+	}
+	wg.Wait()
+	for i, lp := range loaded {
+		if errs[i] == nil {
+			set.loaded = append(set.loaded, lp)
 		}
-		set.loaded = append(set.loaded, lp)
+	}
+	if err := firstError(errs); err != nil {
+		set.Close(ctx)
+		return nil, err
 	}
 	return set, nil
+}
+
+// firstError is the first non-nil error of errs.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // providers are one session's providers.
@@ -169,19 +209,6 @@ func routeProviders(ctx context.Context, e *env, cfg *config.Config, route host.
 		return nil, nil, err
 	}
 	return set, prov, nil
-}
-
-// hasFile reports whether the folder tree at dir holds a regular file: an
-// empty or missing compilation cache means the plugins compile now.
-func hasFile(dir string) bool {
-	found := errors.New("found")
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			return found
-		}
-		return nil
-	})
-	return err == found
 }
 
 // hostData is the host data the system-prompt plugin receives

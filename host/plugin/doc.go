@@ -13,7 +13,9 @@
 // wasip1 guest needs, minus sockets, plus the weir namespace, and the
 // ModuleLimits on its code, walked in linear time because the compiler's
 // time is quadratic in a function's blocks and branches), compiles it
-// (once per content hash per process, within the compile deadline), starts a first instance, checks its
+// (once per content hash per process, within the compile deadline; with a
+// cache directory, a module that passed the code walk and compiled is
+// recorded there and not walked again under the same limits), starts a first instance, checks its
 // ABI version, asks it to describe itself and initialises it with the
 // plugin's configuration. The result is a Plugin.
 //

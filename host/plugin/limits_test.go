@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,4 +193,97 @@ func BenchmarkPreCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestCheckedModulesAreRecordedByLimits: a module that passed the code
+// check and compiled is recorded in the cache directory, and a new runtime
+// with the same limits neither walks it again nor compiles it (the compile
+// hook stays quiet); other limits, another module and a runtime without a
+// cache directory check and compile again, and limits that refuse the
+// module still refuse it.
+func TestCheckedModulesAreRecordedByLimits(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// Ten nested blocks: within the default limits, over a nesting limit
+	// of 5. The stub exports compile but are not a working plugin, so
+	// every load fails at start, after the check and the compilation.
+	wasm := abiModule(nestedBlocks(10))
+	load := func(name string, wasm []byte, opts ...plugin.RuntimeOption) (compiled []string, err error) {
+		var mu sync.Mutex
+		hook := plugin.WithCompileHook(func(p string) {
+			mu.Lock()
+			compiled = append(compiled, p)
+			mu.Unlock()
+		})
+		rt, err := plugin.NewRuntime(ctx, append([]plugin.RuntimeOption{plugin.WithCacheDir(dir), hook}, opts...)...)
+		require.NoError(t, err)
+		defer rt.Close(ctx)
+		_, err = rt.Load(ctx, name, wasm)
+		return compiled, err
+	}
+	notRejected := func(t *testing.T, err error) {
+		t.Helper()
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), "module rejected")
+	}
+
+	compiled, err := load("first", wasm)
+	notRejected(t, err)
+	require.Equal(t, []string{"first"}, compiled, "an empty cache compiles")
+
+	compiled, err = load("again", wasm)
+	notRejected(t, err)
+	require.Empty(t, compiled, "the same module under the same limits is known")
+
+	_, err = load("strict", wasm, plugin.WithModuleLimits(plugin.ModuleLimits{MaxNesting: 5}))
+	require.EqualError(t, err, `plugin "strict": load: module rejected: control nesting depth 10 exceeds the limit 5 (function 4)`)
+
+	compiled, err = load("other-limits", wasm, plugin.WithModuleLimits(plugin.ModuleLimits{MaxNesting: 20}))
+	notRejected(t, err)
+	require.Equal(t, []string{"other-limits"}, compiled, "other limits check again")
+
+	_, err = load("deeper", abiModule(nestedBlocks(11)), plugin.WithModuleLimits(plugin.ModuleLimits{MaxNesting: 10}))
+	require.EqualError(t, err, `plugin "deeper": load: module rejected: control nesting depth 11 exceeds the limit 10 (function 4)`,
+		"another module is checked, whatever was recorded for its neighbour")
+
+	compiled, err = load("memory", wasm, plugin.WithCacheDir(""))
+	notRejected(t, err)
+	require.Equal(t, []string{"memory"}, compiled, "without a cache directory every runtime compiles")
+}
+
+// TestUnknownModulesWaitForTheCompileSlot: a module not known to the cache
+// waits while another compilation holds the slot, and fails with the
+// runtime closed if it closes meanwhile; a known module, read from the
+// cache, does not wait.
+func TestUnknownModulesWaitForTheCompileSlot(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	known := abiModule(nestedBlocks(3))
+	queued := make(chan string, 2)
+	rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(dir), plugin.WithCompileHook(func(p string) { queued <- p }))
+	require.NoError(t, err)
+	_, err = rt.Load(ctx, "known", known) // compiles and records it
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "module rejected")
+	require.Equal(t, "known", <-queued)
+	require.NoError(t, rt.Close(ctx))
+
+	rt, err = plugin.NewRuntime(ctx, plugin.WithCacheDir(dir), plugin.WithCompileHook(func(p string) { queued <- p }))
+	require.NoError(t, err)
+	release := plugin.HoldCompileSlot(rt)
+	defer release()
+	_, err = rt.Load(ctx, "known", known)
+	require.Error(t, err, "the stub exports fail at start")
+	require.NotContains(t, err.Error(), "module rejected", "a known module compiled while the slot was held")
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Load(ctx, "new", abiModule(nestedBlocks(4)))
+		done <- err
+	}()
+	require.Equal(t, "new", <-queued)
+	require.NoError(t, rt.Close(ctx))
+	err = <-done
+	require.ErrorIs(t, err, plugin.ErrClosed)
+	require.EqualError(t, err, `plugin "new": load: runtime is closed`)
 }

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"sort"
 	"strconv"
@@ -41,7 +42,9 @@ var requiredExports = map[string]wasmparse.FuncType{
 // Validation happens before compilation, so a refused module costs little:
 // the imports and exports are checked, then the code section is walked
 // against the module limits (WithModuleLimits), and the compilation is
-// bounded by the compile deadline (WithCompileDeadline).
+// bounded by the compile deadline (WithCompileDeadline). With a cache
+// directory, a module that passed the walk and compiled is recorded there
+// and not walked again under the same limits (see checked.go).
 // The first instance is started, version-checked, initialised with the
 // configuration (WithConfig) and asked to describe itself; a failure of any
 // of these fails the load.
@@ -67,10 +70,19 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	if problems := r.check(mod); len(problems) > 0 {
 		return nil, invalid(strings.Join(problems, "; "), nil)
 	}
-	if _, err := mod.CheckCode(wasmparse.CodeLimits(r.cfg.moduleLimits)); err != nil { // see CheckModule
-		return nil, invalid("module rejected: "+err.Error(), err)
+	sum := sha256.Sum256(wasm)
+	record := r.checkedPath(sum)
+	checked := isChecked(record) // passed before under these limits and rules: see checked.go
+	if !checked {
+		if _, err := mod.CheckCode(wasmparse.CodeLimits(r.cfg.moduleLimits)); err != nil { // see CheckModule
+			return nil, invalid("module rejected: "+err.Error(), err)
+		}
 	}
-	compiled, err := r.compile(ctx, wasm)
+	var onCompile func()
+	if hook := r.cfg.compileHook; hook != nil && !checked {
+		onCompile = func() { hook(name) }
+	}
+	compiled, err := r.compile(ctx, sum, wasm, checked, onCompile)
 	if err != nil {
 		var late *compileDeadlineError
 		switch {
@@ -82,6 +94,9 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 		return nil, invalid("compile: "+err.Error(), err)
 	}
 	p.compiled = compiled
+	if !checked {
+		r.markChecked(record)
+	}
 
 	in, err := p.pool.get(ctx, p.start)
 	if err != nil {

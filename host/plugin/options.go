@@ -84,6 +84,7 @@ type runtimeConfig struct {
 	logger          hclog.Logger
 	moduleLimits    ModuleLimits
 	compileDeadline time.Duration
+	compileHook     func(plugin string)
 }
 
 // RuntimeOption configures NewRuntime.
@@ -121,12 +122,24 @@ func WithModuleLimits(l ModuleLimits) RuntimeOption {
 }
 
 // WithCompileDeadline bounds the compilation of a module (default
-// DefaultCompileDeadline; 0 is no deadline). A load whose compilation is
+// DefaultCompileDeadline; 0 is no deadline), counted from its start:
+// modules not known to the disk cache compile one at a time, and one
+// waiting for another has not started. A load whose compilation is
 // not done by then fails; wazero cannot interrupt the compilation of a
 // function, so it finishes in the background and its result is discarded.
 // Until it finishes, loading the same module bytes fails at once.
 func WithCompileDeadline(d time.Duration) RuntimeOption {
 	return func(c *runtimeConfig) { c.compileDeadline = d }
+}
+
+// WithCompileHook calls f with the plugin's name when a Load is about to
+// compile a module this runtime's cache directory is not known to hold:
+// one that no earlier Load checked and compiled there under the same
+// module limits (every module, without a cache directory). It runs on the
+// loading goroutine, before the compilation; concurrent loads call it
+// concurrently. A host uses it to say why the first start is slow.
+func WithCompileHook(f func(plugin string)) RuntimeOption {
+	return func(c *runtimeConfig) { c.compileHook = f }
 }
 
 func defaultRuntimeConfig() runtimeConfig {

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -38,6 +37,9 @@ type Runtime struct {
 	compiling     sync.WaitGroup
 	closing       context.Context
 	cancelClosing context.CancelFunc
+	// compileSlot is held by the compilation of a module not known to
+	// the disk cache (see compile).
+	compileSlot chan struct{}
 }
 
 // compileEntry shares one compilation among concurrent loads of the same
@@ -88,6 +90,8 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 		log:      cfg.logger.Named("plugin"),
 		compiled: map[[32]byte]*compileEntry{},
 		plugins:  map[*Plugin]struct{}{},
+
+		compileSlot: make(chan struct{}, 1),
 	}
 	r.closing, r.cancelClosing = context.WithCancel(context.Background())
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.wz); err != nil {
@@ -118,10 +122,15 @@ func DefaultCacheDir() string {
 // CacheDir returns the compilation cache directory in use ("" for memory).
 func (r *Runtime) CacheDir() string { return r.cfg.cacheDir }
 
-// compile returns the compiled module of wasm, compiling it at most once per
-// process (and at most once per machine with the disk cache).
-func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
-	key := sha256.Sum256(wasm)
+// compile returns the compiled module of wasm, whose sha256 is key,
+// compiling it at most once per process (and at most once per machine with
+// the disk cache). A module not known to the disk cache (known false)
+// waits for the compilation slot, so that such compilations run one at a
+// time, each with all the workers: running them together would finish
+// none sooner and would stretch each one toward its compile deadline.
+// Known modules, found in the cache, are read in parallel. onCompile, if
+// not nil, is called when this call starts the compilation.
+func (r *Runtime) compile(ctx context.Context, key [32]byte, wasm []byte, known bool, onCompile func()) (wazero.CompiledModule, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -132,9 +141,12 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 		e = &compileEntry{done: make(chan struct{})}
 		r.compiled[key] = e
 		r.compiling.Add(1)
-		go r.runCompile(ctx, key, e, wasm)
+		go r.runCompile(ctx, key, e, wasm, !known)
 	}
 	r.mu.Unlock()
+	if !ok && onCompile != nil {
+		onCompile()
+	}
 	select {
 	case <-e.done:
 		return e.mod, e.err
@@ -151,7 +163,8 @@ func (e *compileDeadlineError) Error() string {
 	return "compilation did not finish within the compile deadline " + e.d.String()
 }
 
-// runCompile compiles wasm into e and closes e.done. wazero's CompileModule
+// runCompile compiles wasm into e and closes e.done, first waiting for the
+// compilation slot when slot is set (see compile). wazero's CompileModule
 // notices the end of its context only between functions, and only with more
 // than one compilation worker (so at least two are used); the compilation
 // of one function, the decoding and the validation run to completion. So
@@ -163,8 +176,19 @@ func (e *compileDeadlineError) Error() string {
 // and a module it still produces is closed. The entry stays in the table
 // until then, so a load of the same bytes fails at once rather than
 // starting another compilation.
-func (r *Runtime) runCompile(ctx context.Context, key [32]byte, e *compileEntry, wasm []byte) {
+func (r *Runtime) runCompile(ctx context.Context, key [32]byte, e *compileEntry, wasm []byte, slot bool) {
 	defer r.compiling.Done()
+	if slot {
+		select {
+		case r.compileSlot <- struct{}{}:
+			defer func() { <-r.compileSlot }()
+		case <-r.closing.Done():
+			e.err = ErrClosed
+			close(e.done)
+			r.forget(key)
+			return
+		}
+	}
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stop := context.AfterFunc(r.closing, cancel)
