@@ -8,8 +8,8 @@
  * frames, frames the results, and wraps the host imports with the
  * (buf, limit) retry. Build (see README.md):
  *
- *   clang --target=wasm32-wasip1 --sysroot=/usr/share/wasi-sysroot \
- *     -mexec-model=reactor -mbulk-memory -O2 -o plugin.wasm plugin.c weir.c
+ *   clang --target=wasm32-wasi -mexec-model=reactor -mbulk-memory -O2 \
+ *     -Wl,--strip-all -o plugin.wasm plugin.c weir.c
  *
  * Byte strings are (pointer, length) pairs, never NUL-terminated unless a
  * comment says so. Decoded requests point into the input buffer: they are
