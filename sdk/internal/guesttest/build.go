@@ -168,7 +168,7 @@ func BuildC(tb testing.TB, example string) []byte {
 // of sdk/assemblyscript states them for authors.
 var ASFlags = []string{
 	"--runtime", "incremental", "--exportStart", "_initialize",
-	"--use", "abort=sdk/assemblyscript/weir/abort",
+	"--use", "abort=weir/index/weirAbort",
 	"-O3", "--noAssert",
 }
 

@@ -111,7 +111,7 @@ func Compaction(t *testing.T, wasm []byte) {
 	require.Equal(t, "42", string(res.State), "the state counts compactions")
 	require.Len(t, res.Proposals, 4)
 	start, sum, cp, end := res.Proposals[0], res.Proposals[1], res.Proposals[2], res.Proposals[3]
-	id := "c-compaction-12"
+	id := "checkpoint-12"
 	require.Equal(t, "compaction/start", start.Type)
 	require.JSONEq(t, fmt.Sprintf(`{"compactionId":%q,"turn":3}`, id), string(start.Data))
 	require.Equal(t, abi.IntentNone, start.Intent.Kind)

@@ -128,7 +128,7 @@ static int compact(int method, const weir_compaction_request *req, weir_compacti
 	weir_buf_put(&summary, text.data, text.len);
 
 	id.len = 0;
-	weir_buf_puts(&id, "c-compaction-");
+	weir_buf_puts(&id, "checkpoint-");
 	weir_buf_put_int(&id, gen.log_length);
 
 	weir_str name = weir_plugin_name();
