@@ -35,12 +35,20 @@ func RepoRoot(tb testing.TB) string {
 	return root
 }
 
-// Missing fails the test in CI and skips it elsewhere: a toolchain the
-// test needs is not installed.
-func Missing(tb testing.TB, what, install string) {
+// Stopper is the part of testing.TB that Missing uses.
+type Stopper interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
+// Missing fails the test in CI (CI=true) and skips it elsewhere: a
+// toolchain the test needs is not installed.
+func Missing(tb Stopper, what, install string) {
 	tb.Helper()
 	if os.Getenv("CI") == "true" {
 		tb.Fatalf("%s is missing and CI=true: %s (.ci/run installs it)", what, install)
+		return
 	}
 	tb.Skipf("skipped: %s is missing; %s to run this test", what, install)
 }
