@@ -12,7 +12,7 @@ import (
 // stopper records how Missing stopped a test.
 type stopper struct{ fatal, skip string }
 
-func (*stopper) Helper()                              {}
+func (*stopper) Helper()                             {}
 func (s *stopper) Fatalf(format string, args ...any) { s.fatal = fmt.Sprintf(format, args...) }
 func (s *stopper) Skipf(format string, args ...any)  { s.skip = fmt.Sprintf(format, args...) }
 
