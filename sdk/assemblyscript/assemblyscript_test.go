@@ -14,17 +14,21 @@ import (
 func TestMain(m *testing.M) { guesttest.Main(m) }
 
 func TestDescribe(t *testing.T) {
-	guesttest.Describe(t, guesttest.BuildAS(t, "prompt"), "as-prompt", "weir-assemblyscript/", abi.KindSystemPrompt)
-	guesttest.Describe(t, guesttest.BuildAS(t, "compaction"), "as-compaction", "weir-assemblyscript/", abi.KindCompaction)
+	guesttest.Describe(t, guesttest.BuildAS(t, "examples/prompt"), "as-prompt", "weir-assemblyscript/", abi.KindSystemPrompt)
+	guesttest.Describe(t, guesttest.BuildAS(t, "examples/compaction"), "as-compaction", "weir-assemblyscript/", abi.KindCompaction)
 }
 
-func TestPrompt(t *testing.T) { guesttest.Prompt(t, guesttest.BuildAS(t, "prompt")) }
+func TestPrompt(t *testing.T) { guesttest.Prompt(t, guesttest.BuildAS(t, "examples/prompt")) }
 
-func TestCompaction(t *testing.T) { guesttest.Compaction(t, guesttest.BuildAS(t, "compaction")) }
+func TestCompaction(t *testing.T) { guesttest.Compaction(t, guesttest.BuildAS(t, "examples/compaction")) }
 
 func TestSession(t *testing.T) {
 	guesttest.Session(t, guesttest.Plugins{
-		Prompt:     guesttest.BuildAS(t, "prompt"),
-		Compaction: guesttest.BuildAS(t, "compaction"),
+		Prompt:     guesttest.BuildAS(t, "examples/prompt"),
+		Compaction: guesttest.BuildAS(t, "examples/compaction"),
 	})
+}
+
+func TestFailures(t *testing.T) {
+	guesttest.Failures(t, guesttest.BuildAS(t, "testdata/failing"), "abort: Index out of range")
 }

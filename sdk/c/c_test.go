@@ -13,17 +13,21 @@ import (
 func TestMain(m *testing.M) { guesttest.Main(m) }
 
 func TestDescribe(t *testing.T) {
-	guesttest.Describe(t, guesttest.BuildC(t, "prompt"), "c-prompt", "weir-c/", abi.KindSystemPrompt)
-	guesttest.Describe(t, guesttest.BuildC(t, "compaction"), "c-compaction", "weir-c/", abi.KindCompaction)
+	guesttest.Describe(t, guesttest.BuildC(t, "examples/prompt"), "c-prompt", "weir-c/", abi.KindSystemPrompt)
+	guesttest.Describe(t, guesttest.BuildC(t, "examples/compaction"), "c-compaction", "weir-c/", abi.KindCompaction)
 }
 
-func TestPrompt(t *testing.T) { guesttest.Prompt(t, guesttest.BuildC(t, "prompt")) }
+func TestPrompt(t *testing.T) { guesttest.Prompt(t, guesttest.BuildC(t, "examples/prompt")) }
 
-func TestCompaction(t *testing.T) { guesttest.Compaction(t, guesttest.BuildC(t, "compaction")) }
+func TestCompaction(t *testing.T) { guesttest.Compaction(t, guesttest.BuildC(t, "examples/compaction")) }
 
 func TestSession(t *testing.T) {
 	guesttest.Session(t, guesttest.Plugins{
-		Prompt:     guesttest.BuildC(t, "prompt"),
-		Compaction: guesttest.BuildC(t, "compaction"),
+		Prompt:     guesttest.BuildC(t, "examples/prompt"),
+		Compaction: guesttest.BuildC(t, "examples/compaction"),
 	})
+}
+
+func TestFailures(t *testing.T) {
+	guesttest.Failures(t, guesttest.BuildC(t, "testdata/failing"), "trapping as asked")
 }

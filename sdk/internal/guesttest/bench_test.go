@@ -21,8 +21,8 @@ func guests(tb testing.TB) []struct {
 		wasm []byte
 	}{
 		{"go", plugintest.Build(tb, "testdata/goprompt")},
-		{"c", guesttest.BuildC(tb, "prompt")},
-		{"assemblyscript", guesttest.BuildAS(tb, "prompt")},
+		{"c", guesttest.BuildC(tb, "examples/prompt")},
+		{"assemblyscript", guesttest.BuildAS(tb, "examples/prompt")},
 	}
 }
 

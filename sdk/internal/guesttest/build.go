@@ -132,10 +132,11 @@ func digest(h *bytes.Buffer) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// BuildC compiles the C plugin example (a folder under sdk/c/examples
-// holding one .c file) with weir.c and returns the module bytes. Modules
+// BuildC compiles the C plugin in dir (relative to sdk/c, such as
+// "examples/prompt", holding its .c files) with weir.c and returns the
+// module bytes. Modules
 // are cached by a hash of clang's version, the flags and the sources.
-func BuildC(tb testing.TB, example string) []byte {
+func BuildC(tb testing.TB, dir string) []byte {
 	tb.Helper()
 	if _, err := exec.LookPath("clang"); err != nil {
 		Missing(tb, "clang", "apt-get install clang lld wasi-libc libclang-rt-dev-wasm32")
@@ -145,9 +146,9 @@ func BuildC(tb testing.TB, example string) []byte {
 	}
 	root := filepath.Join(RepoRoot(tb), "sdk", "c")
 	inc := filepath.Join(root, "weir")
-	srcs, err := filepath.Glob(filepath.Join(root, "examples", example, "*.c"))
+	srcs, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(dir), "*.c"))
 	if err != nil || len(srcs) == 0 {
-		tb.Fatalf("guesttest: no C sources in sdk/c/examples/%s", example)
+		tb.Fatalf("guesttest: no C sources in sdk/c/%s", dir)
 	}
 	rel := []string{"weir/weir.c", "weir/weir.h"}
 	for _, s := range srcs {
@@ -157,7 +158,7 @@ func BuildC(tb testing.TB, example string) []byte {
 	var h bytes.Buffer
 	fmt.Fprintf(&h, "%s\x00%s\x00", toolVersion(tb, "clang", "--version"), strings.Join(cArgs(), " "))
 	hashFiles(tb, &h, root, rel)
-	return cached(tb, "c-"+example, digest(&h), func(out string) error {
+	return cached(tb, "c-"+filepath.Base(dir), digest(&h), func(out string) error {
 		args := append(append([]string{}, cArgs()...), "-I", inc, "-o", out)
 		args = append(args, srcs...)
 		args = append(args, filepath.Join(inc, "weir.c"))
@@ -180,11 +181,12 @@ var ASFlags = []string{
 	"-O3", "--noAssert",
 }
 
-// BuildAS compiles the AssemblyScript plugin example (a folder under
-// sdk/assemblyscript/examples holding index.ts) with the pinned compiler
+// BuildAS compiles the AssemblyScript plugin in dir (relative to
+// sdk/assemblyscript, such as "examples/prompt", holding index.ts) with the
+// pinned compiler
 // installed by npm ci and returns the module bytes, cached by a hash of
 // node's and asc's versions, the flags and every .ts source of the SDK.
-func BuildAS(tb testing.TB, example string) []byte {
+func BuildAS(tb testing.TB, dir string) []byte {
 	tb.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		Missing(tb, "node", "install Node.js 20")
@@ -211,12 +213,12 @@ func BuildAS(tb testing.TB, example string) []byte {
 	if err != nil {
 		tb.Fatalf("guesttest: %v", err)
 	}
-	entry := filepath.Join("examples", example, "index.ts")
+	entry := filepath.Join(filepath.FromSlash(dir), "index.ts")
 	var h bytes.Buffer
 	fmt.Fprintf(&h, "%s\x00%s\x00%s\x00%s\x00", toolVersion(tb, "node", "--version"),
 		toolVersion(tb, "node", asc, "--version"), strings.Join(ASFlags, " "), entry)
 	hashFiles(tb, &h, root, srcs)
-	return cached(tb, "as-"+example, digest(&h), func(out string) error {
+	return cached(tb, "as-"+filepath.Base(dir), digest(&h), func(out string) error {
 		args := append([]string{asc, entry, "-o", out}, ASFlags...)
 		cmd := exec.Command("node", args...)
 		cmd.Dir = root

@@ -160,3 +160,28 @@ func Compaction(t *testing.T, wasm []byte) {
 	_, err = plugintest.Runtime(t).Load(ctx, "bad", wasm, plugin.WithConfig([]byte(`{"maxNodes": 0}`)))
 	require.ErrorContains(t, err, "compaction config: maxNodes must be an integer of at least 1")
 }
+
+// Failures checks how the host reports the failing test plugin: a plugin
+// error keeps the instance, a trap quotes the guest's stderr (trapText)
+// and replaces it, and the plugin goes on answering either way.
+func Failures(t *testing.T, wasm []byte, trapText string) {
+	ctx := context.Background()
+	p := plugintest.LoadBytes(t, "failing", wasm)
+	render := func(mode string) (string, error) {
+		return p.RenderPrompt(ctx, nil, &abi.RenderRequest{HostData: []abi.KeyValue{{Key: "mode", Value: mode}}})
+	}
+	_, err := render("error")
+	require.ErrorContains(t, err, "plugin error: asked to fail")
+	require.NotContains(t, err.Error(), "instance replaced")
+	got, err := render("")
+	require.NoError(t, err)
+	require.Equal(t, "fine", got)
+
+	_, err = render("trap")
+	require.ErrorContains(t, err, "trap")
+	require.ErrorContains(t, err, trapText, "the trap quotes the guest's stderr")
+	require.ErrorContains(t, err, "instance replaced")
+	got, err = render("")
+	require.NoError(t, err)
+	require.Equal(t, "fine", got)
+}
