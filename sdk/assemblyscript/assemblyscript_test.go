@@ -20,7 +20,9 @@ func TestDescribe(t *testing.T) {
 
 func TestPrompt(t *testing.T) { guesttest.Prompt(t, guesttest.BuildAS(t, "examples/prompt")) }
 
-func TestCompaction(t *testing.T) { guesttest.Compaction(t, guesttest.BuildAS(t, "examples/compaction")) }
+func TestCompaction(t *testing.T) {
+	guesttest.Compaction(t, guesttest.BuildAS(t, "examples/compaction"))
+}
 
 func TestSession(t *testing.T) {
 	guesttest.Session(t, guesttest.Plugins{

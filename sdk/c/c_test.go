@@ -19,7 +19,9 @@ func TestDescribe(t *testing.T) {
 
 func TestPrompt(t *testing.T) { guesttest.Prompt(t, guesttest.BuildC(t, "examples/prompt")) }
 
-func TestCompaction(t *testing.T) { guesttest.Compaction(t, guesttest.BuildC(t, "examples/compaction")) }
+func TestCompaction(t *testing.T) {
+	guesttest.Compaction(t, guesttest.BuildC(t, "examples/compaction"))
+}
 
 func TestSession(t *testing.T) {
 	guesttest.Session(t, guesttest.Plugins{
