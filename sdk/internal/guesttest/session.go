@@ -158,8 +158,8 @@ type Plugins struct {
 // Footer is the line the prompt examples are configured to add.
 const Footer = "Answer in plain words."
 
-// Session runs an offline session of three turns with the example plugins
-// loaded through weir.yaml alone, under configured names that differ from
+// Session runs an offline session of three turns and a manual compaction
+// with the example plugins loaded through weir.yaml alone, under configured names that differ from
 // the names the modules describe, and checks what the host recorded: the
 // plugin's prompt at node 0, admitted compaction brackets whose checkpoint
 // names the configured plugin, shrinks the surface and keeps tool calls
@@ -202,6 +202,10 @@ func Session(t *testing.T, p Plugins) {
 		r := Host(t, dir, "run", "--config", conf, "--model", model, "--session", file, q)
 		require.Equal(t, 0, r.Code, r.Stderr)
 	}
+	// A manual compaction between turns.
+	r = Host(t, dir, "compact", "--config", conf, "--model", model, file)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "surface: 5 nodes → 3 nodes")
 
 	evs := ReadLog(t, file)
 	bySeq := map[int64]Event{}
@@ -275,7 +279,18 @@ func Session(t *testing.T, p Plugins) {
 		}
 		require.Less(t, len(cp.Data), shadowedBytes)
 	}
-	require.Positive(t, brackets, "the compaction plugin compacted")
+	require.GreaterOrEqual(t, brackets, 2, "the plugin compacted before a step and on request")
+	var last, lastTurnEnd int
+	for i, e := range evs {
+		switch e.Type {
+		case "compaction/start":
+			last = i
+		case "turn/end":
+			lastTurnEnd = i
+		}
+	}
+	require.Greater(t, last, lastTurnEnd, "the manual compaction came after the last turn")
+	require.JSONEq(t, `0`, string(mustField(t, evs[last].Data, "turn")), "between turns")
 
 	// The log replays, with the plugin's prompt at node 0 and every tool
 	// result after the call it answers.
@@ -314,4 +329,14 @@ func Session(t *testing.T, p Plugins) {
 	for _, c := range in.Compactions {
 		require.Equal(t, "house-compactor", c.Plugin)
 	}
+}
+
+// mustField returns a member of a JSON object.
+func mustField(t *testing.T, data []byte, key string) json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(data, &m))
+	v, ok := m[key]
+	require.True(t, ok, "%s has no %q", data, key)
+	return v
 }
