@@ -517,12 +517,14 @@ static uint64_t do_describe(void) {
 	if (p->version)
 		weir_pb_bytes(&result, 2, p->version, strlen(p->version));
 	/* kinds: packed */
-	uint8_t kinds[2];
+	uint8_t kinds[3];
 	size_t nk = 0;
 	if (p->render_prompt)
 		kinds[nk++] = WEIR_KIND_SYSTEM_PROMPT;
 	if (p->compact)
 		kinds[nk++] = WEIR_KIND_COMPACTION;
+	if (p->meter)
+		kinds[nk++] = WEIR_KIND_TOKEN_METER;
 	if (nk)
 		weir_pb_bytes(&result, 3, kinds, nk);
 	weir_pb_uint(&result, 4, WEIR_ABI_MINOR, 0);
@@ -586,8 +588,12 @@ uint64_t weir_call(uint32_t method, uint32_t n) {
 	case WEIR_METHOD_COMPACTION_OVERFLOW:
 		return do_compact((int)method, in, n);
 	case WEIR_METHOD_METER_OBSERVE:
-	case WEIR_METHOD_METER_MEASURE:
-		return unsupported("token-meter");
+	case WEIR_METHOD_METER_MEASURE: {
+		if (!weir_plugin.meter)
+			return unsupported("token-meter");
+		weir_str req = {in, n};
+		return finish(weir_plugin.meter((int)method, req, &result, &errtext));
+	}
 	}
 	return failz(WEIR_STATUS_UNSUPPORTED, "unknown method");
 }

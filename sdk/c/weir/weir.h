@@ -236,6 +236,12 @@ struct weir_plugin {
 	int (*render_prompt)(const weir_render_request *req, weir_buf *out, weir_buf *err);
 	/* compact handles the three compaction methods; method says which. */
 	int (*compact)(int method, const weir_compaction_request *req, weir_compaction_result *res, weir_buf *err);
+	/* meter handles meter.observe and meter.measure (WEIR_METHOD_METER_*)
+	 * at the wire level: request is the encoded ObserveRequest or
+	 * MeasureRequest (read it with weir_reader), and the callback appends
+	 * the encoded ObserveResult or Measurement to result with the
+	 * weir_pb_* writers. Set it to make the plugin a token meter. */
+	int (*meter)(int method, weir_str request, weir_buf *result, weir_buf *err);
 	/* Ignorable event types the plugin may propose (describe, minor 2). */
 	const char *const *events;
 	size_t nevents;
