@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/weirhost/weir/sdk/wasmbuild"
@@ -72,15 +73,23 @@ func cArgs() []string {
 
 // toolVersion is the first line of a tool's --version output, part of the
 // cache key.
+// Versions are asked once per test binary (node takes a second to start).
 func toolVersion(tb testing.TB, name string, args ...string) string {
 	tb.Helper()
+	cmdline := name + " " + strings.Join(args, " ")
+	if v, ok := versions.Load(cmdline); ok {
+		return v.(string)
+	}
 	out, err := exec.Command(name, args...).CombinedOutput()
 	if err != nil {
-		tb.Fatalf("guesttest: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		tb.Fatalf("guesttest: %s: %v\n%s", cmdline, err, out)
 	}
 	line, _, _ := strings.Cut(string(out), "\n")
+	versions.Store(cmdline, line)
 	return line
 }
+
+var versions sync.Map
 
 // cached returns the cache path for key, building it with build (which
 // writes the module to the path it is given) when it is not there yet.
