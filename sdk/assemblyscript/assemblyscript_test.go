@@ -34,3 +34,6 @@ func TestSession(t *testing.T) {
 func TestFailures(t *testing.T) {
 	guesttest.Failures(t, guesttest.BuildAS(t, "testdata/failing"), "abort: Index out of range")
 }
+
+// A token meter written at the wire level with the SDK's protobuf helpers.
+func TestWireLevelMeter(t *testing.T) { guesttest.Meter(t, guesttest.BuildAS(t, "testdata/meter")) }

@@ -4,14 +4,10 @@
 package c_test
 
 import (
-	"context"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/weirhost/weir/sdk/abi"
 	"github.com/weirhost/weir/sdk/internal/guesttest"
-	"github.com/weirhost/weir/sdk/plugintest"
 )
 
 func TestMain(m *testing.M) { guesttest.Main(m) }
@@ -39,19 +35,4 @@ func TestFailures(t *testing.T) {
 }
 
 // A token meter written at the wire level with the SDK's protobuf helpers.
-func TestWireLevelMeter(t *testing.T) {
-	ctx := context.Background()
-	p := plugintest.LoadBytes(t, "meter", guesttest.BuildC(t, "testdata/meter"))
-	require.Equal(t, []abi.Kind{abi.KindTokenMeter}, p.Description().Kinds)
-	state, err := p.Observe(ctx, &plugintest.Session{}, &abi.ObserveRequest{State: []byte("40"),
-		Events: []abi.Event{{Seq: 1, Type: "a/b", JSON: []byte(`{}`)}, {Seq: 2, Type: "a/b", JSON: []byte(`{}`)}}})
-	require.NoError(t, err)
-	require.Equal(t, "42", string(state))
-	m, err := p.Measure(ctx, &plugintest.Session{}, &abi.MeasureRequest{State: state})
-	require.NoError(t, err)
-	require.Equal(t, int64(42), m.TotalTokens)
-	require.Equal(t, int64(42), m.SurfaceTokens)
-	require.Equal(t, "count", m.Tokenizer)
-	_, err = p.RenderPrompt(ctx, nil, &abi.RenderRequest{})
-	require.Error(t, err, "not a prompt provider")
-}
+func TestWireLevelMeter(t *testing.T) { guesttest.Meter(t, guesttest.BuildC(t, "testdata/meter")) }

@@ -37,6 +37,7 @@ export const STATUS_UNSUPPORTED: u32 = 4;
 // Provider kinds.
 export const KIND_SYSTEM_PROMPT: u32 = 1;
 export const KIND_COMPACTION: u32 = 2;
+export const KIND_TOKEN_METER: u32 = 3;
 
 // Methods.
 export const METHOD_INIT: u32 = 1;
@@ -45,6 +46,8 @@ export const METHOD_PROMPT_RENDER: u32 = 16;
 export const METHOD_COMPACTION_PRESTEP: u32 = 32;
 export const METHOD_COMPACTION_MANUAL: u32 = 33;
 export const METHOD_COMPACTION_OVERFLOW: u32 = 34;
+export const METHOD_METER_OBSERVE: u32 = 48;
+export const METHOD_METER_MEASURE: u32 = 49;
 
 // Host import status codes (docs/abi.md 5.1).
 export const HOST_NOT_GRANTED: i32 = -1;
@@ -335,6 +338,14 @@ export abstract class Plugin {
     return "";
   }
 
+  // meter handles meter.observe and meter.measure (METHOD_METER_*) at the
+  // wire level: request reads the encoded ObserveRequest or MeasureRequest,
+  // and the method appends the encoded ObserveResult or Measurement to
+  // result. List KIND_TOKEN_METER in kinds() to be a token meter.
+  meter(method: u32, request: Reader, result: Buf): void {
+    fail("not a token-meter provider");
+  }
+
   // compact handles the three compaction methods (METHOD_COMPACTION_*).
   // Return null to propose nothing and keep the state.
   compact(method: u32, req: CompactionRequest): CompactionResult | null {
@@ -445,7 +456,11 @@ export function weir_call(method: u32, n: u32): u64 {
     }
     return finish();
   }
-  if (method == 48 || method == 49) return answer(STATUS_UNSUPPORTED, "plugin is not a token-meter provider");
+  if (method == METHOD_METER_OBSERVE || method == METHOD_METER_MEASURE) {
+    if (!provides(p, KIND_TOKEN_METER)) return answer(STATUS_UNSUPPORTED, "plugin is not a token-meter provider");
+    p.meter(method, new Reader(input.ptr, n), result);
+    return finish();
+  }
   return answer(STATUS_UNSUPPORTED, "unknown method " + method.toString());
 }
 

@@ -185,3 +185,22 @@ func Failures(t *testing.T, wasm []byte, trapText string) {
 	require.NoError(t, err)
 	require.Equal(t, "fine", got)
 }
+
+// Meter checks the wire-level test meter: observe adds the events it saw
+// to the count in its state, measure reports the count.
+func Meter(t *testing.T, wasm []byte) {
+	ctx := context.Background()
+	p := plugintest.LoadBytes(t, "meter", wasm)
+	require.Equal(t, []abi.Kind{abi.KindTokenMeter}, p.Description().Kinds)
+	state, err := p.Observe(ctx, &plugintest.Session{}, &abi.ObserveRequest{State: []byte("40"),
+		Events: []abi.Event{{Seq: 1, Type: "a/b", JSON: []byte(`{}`)}, {Seq: 2, Type: "a/b", JSON: []byte(`{}`)}}})
+	require.NoError(t, err)
+	require.Equal(t, "42", string(state))
+	m, err := p.Measure(ctx, &plugintest.Session{}, &abi.MeasureRequest{State: state})
+	require.NoError(t, err)
+	require.Equal(t, int64(42), m.TotalTokens)
+	require.Equal(t, int64(42), m.SurfaceTokens)
+	require.Equal(t, "count", m.Tokenizer)
+	_, err = p.RenderPrompt(ctx, nil, &abi.RenderRequest{})
+	require.Error(t, err, "not a prompt provider")
+}
