@@ -159,7 +159,11 @@ func (p *printer) event(e surface.Event) {
 			Model              string  `json:"model"`
 		}
 		if json.Unmarshal(e.Data, &d) == nil {
-			fmt.Fprintf(p.w, "· compaction: %d nodes shadowed (%d tokens), summarized by %s/%s\n", len(d.ShadowedSeqs), d.ShadowedTokenCount, termLine(d.Provider), termLine(d.Model))
+			by := ""
+			if d.Provider != "" || d.Model != "" {
+				by = ", summarized by " + termLine(d.Provider) + "/" + termLine(d.Model)
+			}
+			fmt.Fprintf(p.w, "· compaction: %d nodes shadowed (%d tokens)%s\n", len(d.ShadowedSeqs), d.ShadowedTokenCount, by)
 		}
 	case surface.TypeCompactionEnd:
 		var d struct {
