@@ -213,8 +213,10 @@ func (ps *pluginSet) load(tb testing.TB, mods func(testing.TB) map[string][]byte
 				ps.err = fmt.Errorf("module %s is not available", ps.modules[i])
 				return
 			}
+			// Generous deadlines: the first calls on a 10,000-node session
+			// (untimed warm-up) take seconds on a loaded machine.
 			loaded[i], ps.err = provider.Load(ctx, rt, provider.Spec{Name: ps.modules[i] + "-" + string(role), Role: role,
-				Wasm: wasm, Config: []byte(ps.configs[i])}, counters)
+				Wasm: wasm, Config: []byte(ps.configs[i]), Limits: provider.Limits{Call: time.Minute}}, counters)
 			if ps.err != nil {
 				return
 			}

@@ -75,16 +75,28 @@ const maxUnsaved = 1024
 // ID is the plugin's name.
 func (m *Meter) ID() string { return m.p.Name() }
 
-// State returns a copy of the state blob, of every event folded: when
-// the plugin kept a newer state in memory, it is asked for its blob first
-// (on failure, the last blob it returned).
+// State returns a copy of the state blob of every event folded (Folded):
+// when the plugin kept a newer state in memory, it is asked for its blob
+// first, or, from an instance without it, the events since the blob are
+// folded into the blob again. On failure it is the last blob the plugin
+// returned.
 func (m *Meter) State() []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.key != 0 && m.blobNext < m.next && !m.br.open {
+	// Twice at most: a replay from the blob may end in a kept state again.
+	for range 2 {
+		if m.key == 0 || m.blobNext == m.next || m.br.open {
+			break
+		}
 		req := &abi.ObserveRequest{StateKey: m.key, NextStateKey: stateKeys.Add(1)}
-		if res, err := m.p.Fold(context.Background(), m.host(), req); err == nil && len(res.State) <= m.o.stateLimit {
+		res, err := m.p.Fold(context.Background(), m.host(), req)
+		switch {
+		case err == nil && len(res.State) <= m.o.stateLimit:
 			m.state, m.key, m.blobNext = res.State, req.NextStateKey, m.next
+		case errors.Is(err, plugin.ErrStateUnknown):
+			if m.rewind() == nil {
+				_ = m.flush(context.Background()) // from the blob: returns the blob
+			}
 		}
 	}
 	return append([]byte(nil), m.state...)
