@@ -31,6 +31,7 @@ type Meter struct {
 	warm     bool
 	key      int64
 	blobNext int64
+	cold     int // observe calls still to make from the blob after a miss
 	// next is the seq of the first event the plugin has not folded;
 	// pending are the events from next on, waiting for a batch.
 	next         int64
@@ -69,8 +70,15 @@ func NewMeter(p *plugin.Plugin, s *host.Session, opts ...Option) (*Meter, error)
 var stateKeys atomic.Int64
 
 // maxUnsaved is how many events the warm state may run ahead of the
-// durable blob; past it the plugin must return the blob.
-const maxUnsaved = 1024
+// durable blob; past it the plugin must return the blob. It bounds the
+// replay after a miss.
+const maxUnsaved = 256
+
+// coldAfterMiss is how many observe calls after a miss go from the blob
+// and return it, as without state keys: a session whose warm state keeps
+// being evicted (many sessions per instance) then pays about what it paid
+// without them, not a miss and a replay on every call.
+const coldAfterMiss = 8
 
 // ID is the plugin's name.
 func (m *Meter) ID() string { return m.p.Name() }
@@ -193,6 +201,9 @@ func (m *Meter) flush(ctx context.Context) error {
 				req.StateKey, req.State = m.key, nil
 				req.StateOptional = m.next+int64(n)-m.blobNext <= maxUnsaved
 			}
+			if m.cold > 0 {
+				m.cold--
+			}
 		}
 		var state []byte
 		res, err := m.p.Fold(ctx, m.host(), req)
@@ -220,6 +231,9 @@ func (m *Meter) flush(ctx context.Context) error {
 		if !res.StateKept {
 			m.state, m.blobNext = state, m.next+int64(n)
 		}
+		if m.cold > 0 {
+			m.key = 0 // cold: the next call goes from this blob too
+		}
 		m.next += int64(n)
 		m.pending = m.pending[n:]
 		m.pendingBytes -= size + 64*n
@@ -231,6 +245,7 @@ func (m *Meter) flush(ctx context.Context) error {
 // rewind forgets the warm state: the events since the blob are queued
 // again, in front of the pending ones, to fold into the blob.
 func (m *Meter) rewind() error {
+	m.cold = coldAfterMiss
 	l := m.s.Log()
 	again := make([]surface.Event, 0, int(m.next-m.blobNext)+len(m.pending))
 	size := 0

@@ -32,7 +32,7 @@ type warmMeter struct {
 }
 
 // maxWarm bounds the warm meters of an instance (one per session served).
-const maxWarm = 8
+const maxWarm = 4
 
 // acquire returns the meter of a request: the warm one under key (taken
 // out of the cache: the caller puts it back when the call succeeded), else
@@ -71,7 +71,8 @@ func (t *tokenMeter) Observe(h *sdk.Host, req *sdk.ObserveRequest) ([]byte, erro
 		return nil, err
 	}
 	m, c := w.m, w.c
-	dec := surface.Decoder{Alias: true} // the events live as long as this call
+	// The events live as long as this call, unless the meter is kept warm.
+	dec := surface.Decoder{Alias: req.NextStateKey == 0}
 	for _, in := range req.Events {
 		var err error
 		if meter.Inert(in.Type) {
