@@ -75,8 +75,9 @@ func (t *tokenMeter) Observe(h *sdk.Host, req *sdk.ObserveRequest) ([]byte, erro
 	dec := surface.Decoder{Alias: req.NextStateKey == 0}
 	for _, in := range req.Events {
 		var err error
-		if meter.Inert(in.Type) {
-			// Nothing of it is priced: the host's seq and type are enough.
+		if in.Type != "" && meter.Inert(in.Type) {
+			// Nothing of it is priced: the host's seq and type are enough
+			// (the guest trusts its host, docs/abi.md 4.1).
 			if in.Seq < m.Revision() {
 				continue // already folded
 			}
