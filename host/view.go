@@ -65,6 +65,31 @@ func (v *View) Measure(ctx context.Context, header *surface.Header) (*Measuremen
 	return v.meter.Measure(ctx, header)
 }
 
+// TotalMeter is a Meter that answers the total of its measurement under
+// the logged header more cheaply than a whole measurement.
+type TotalMeter interface {
+	MeasureTotal(ctx context.Context) (int64, error)
+}
+
+// MeasureTotal is the total tokens of the session meter's measurement
+// under the logged header (Measurement.TotalTokens).
+func (v *View) MeasureTotal(ctx context.Context) (int64, error) {
+	if v.meter == nil {
+		return 0, ErrNotGranted
+	}
+	if t, ok := v.meter.(TotalMeter); ok {
+		return t.MeasureTotal(ctx)
+	}
+	m, err := v.meter.Measure(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	if m == nil {
+		return 0, ErrNotGranted
+	}
+	return m.TotalTokens, nil
+}
+
 // Summarize calls the model through the host (compaction providers only).
 // The calls count against the compaction's budget (CompactionBudget): a
 // call past it is refused with a *BudgetError and reaches no model. Each

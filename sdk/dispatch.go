@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -48,6 +49,7 @@ func (d *dispatcher) call(method abi.Method, in []byte) (frame []byte) {
 		desc := abi.Description{
 			Name: d.plugin.Name, Version: d.plugin.Version, Kinds: d.plugin.kinds(),
 			AbiMinor: abi.Minor, Sdk: Version, Events: d.plugin.Events,
+			RenderOnChange: d.plugin.RenderOnChange, WarmState: d.plugin.WarmState,
 		}
 		return d.ok(desc.Encode)
 	}
@@ -141,6 +143,13 @@ func (d *dispatcher) meterObserve(in []byte) []byte {
 		return d.fail(abi.StatusBadRequest, err.Error())
 	}
 	state, err := m.Observe(&d.host, &d.observe)
+	if errors.Is(err, ErrStateKept) && d.observe.StateOptional {
+		res := abi.ObserveResult{StateKept: true}
+		return d.ok(res.Encode)
+	}
+	if errors.Is(err, ErrStateUnknown) {
+		return d.fail(abi.StatusStateUnknown, err.Error())
+	}
 	if err != nil {
 		return d.fail(abi.StatusPluginError, err.Error())
 	}
@@ -157,6 +166,9 @@ func (d *dispatcher) meterMeasure(in []byte) []byte {
 		return d.fail(abi.StatusBadRequest, err.Error())
 	}
 	res, err := m.Measure(&d.host, &d.measure)
+	if errors.Is(err, ErrStateUnknown) {
+		return d.fail(abi.StatusStateUnknown, err.Error())
+	}
 	if err != nil {
 		return d.fail(abi.StatusPluginError, err.Error())
 	}

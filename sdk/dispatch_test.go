@@ -262,3 +262,52 @@ func TestDescribeDeclaresEventsAndInitNamesThePlugin(t *testing.T) {
 	require.Equal(t, abi.StatusOK, decodeFrame(t, d.call(abi.MethodInit, in)).Status)
 	require.Equal(t, "configured-name", d.host.PluginName())
 }
+
+// keyedMeter is a warm-state meter: it knows only key 7.
+type keyedMeter struct{}
+
+func (keyedMeter) Observe(_ *Host, req *ObserveRequest) ([]byte, error) {
+	if req.StateKey != 0 && req.StateKey != 7 {
+		return nil, ErrStateUnknown
+	}
+	if req.StateOptional {
+		return nil, ErrStateKept
+	}
+	return []byte("blob"), nil
+}
+
+func (keyedMeter) Measure(_ *Host, req *MeasureRequest) (*Measurement, error) {
+	if req.StateKey != 0 && req.StateKey != 7 {
+		return nil, ErrStateUnknown
+	}
+	return &Measurement{TotalTokens: 3}, nil
+}
+
+// TestWarmStateStatuses: ErrStateUnknown answers STATUS_STATE_UNKNOWN,
+// ErrStateKept a result with state_kept (the request allowed it); describe
+// carries the minor-2 flags.
+func TestWarmStateStatuses(t *testing.T) {
+	d := newTestDispatcher(t, Plugin{Name: "m", Meter: keyedMeter{}, WarmState: true, RenderOnChange: true}, noHost{})
+	var desc abi.Description
+	require.NoError(t, desc.Decode(decodeFrame(t, d.call(abi.MethodDescribe, nil)).Result))
+	require.True(t, desc.WarmState)
+	require.True(t, desc.RenderOnChange)
+
+	observe := func(req abi.ObserveRequest) abi.Response {
+		return decodeFrame(t, d.call(abi.MethodMeterObserve, req.Encode(nil)))
+	}
+	r := observe(abi.ObserveRequest{StateKey: 8, NextStateKey: 9})
+	require.Equal(t, abi.StatusStateUnknown, r.Status)
+	r = observe(abi.ObserveRequest{StateKey: 7, NextStateKey: 9, StateOptional: true})
+	require.Equal(t, abi.StatusOK, r.Status)
+	var res abi.ObserveResult
+	require.NoError(t, res.Decode(r.Result))
+	require.Equal(t, abi.ObserveResult{StateKept: true}, res)
+	r = observe(abi.ObserveRequest{StateKey: 7, NextStateKey: 9})
+	require.Equal(t, abi.StatusOK, r.Status)
+	require.NoError(t, res.Decode(r.Result))
+	require.Equal(t, "blob", string(res.State))
+
+	r = decodeFrame(t, d.call(abi.MethodMeterMeasure, (&abi.MeasureRequest{StateKey: 8, TotalsOnly: true}).Encode(nil)))
+	require.Equal(t, abi.StatusStateUnknown, r.Status)
+}

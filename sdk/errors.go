@@ -15,6 +15,17 @@ var (
 	ErrCancelled   = errors.New("cancelled")
 )
 
+// Errors a token meter with Plugin.WarmState returns (ABI minor 2).
+var (
+	// ErrStateUnknown: the request named its state by key alone and this
+	// instance does not hold it; the host sends it again with the blob.
+	ErrStateUnknown = errors.New("state unknown")
+	// ErrStateKept, from Observe when the request set StateOptional: the
+	// new state is kept in memory under the request's NextStateKey and no
+	// blob is sent.
+	ErrStateKept = errors.New("state kept")
+)
+
 // HostError is the error of a failed host query.
 type HostError struct {
 	Import string // the host import, e.g. "summarize"

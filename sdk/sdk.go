@@ -60,6 +60,17 @@ type Plugin struct {
 	// refuses a proposal of any type not declared, and a declared type
 	// only as an ignorable, log-only event.
 	Events []string
+	// RenderOnChange promises that RenderPrompt is a pure function of its
+	// request and the configuration: the host then calls it only when the
+	// request changed, and reuses the last prompt otherwise (ABI minor 2).
+	RenderOnChange bool
+	// WarmState says the meter understands state keys (ABI minor 2): a
+	// request may name its state by ObserveRequest.StateKey or
+	// MeasureRequest.StateKey alone, which the meter answers from a state
+	// it kept in memory (under an earlier NextStateKey) or with
+	// ErrStateUnknown; with StateOptional set, Observe may return
+	// ErrStateKept instead of the blob. See docs/abi.md.
+	WarmState bool
 
 	SystemPrompt SystemPromptProvider
 	Compaction   CompactionProvider

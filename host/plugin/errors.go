@@ -17,6 +17,7 @@ var (
 	ErrPluginFailed    = errors.New("plugin error")      // the guest reported it could not do the work
 	ErrRejected        = errors.New("request rejected")  // the guest found the request malformed
 	ErrUnsupported     = errors.New("unsupported")       // the plugin does not provide the method
+	ErrStateUnknown    = errors.New("state unknown")     // the instance does not hold the state the request named by key
 	ErrInputTooLarge   = errors.New("input too large")   // the request exceeded the input limit
 	ErrClosed          = errors.New("closed")            // the plugin or runtime was closed
 	ErrNotGranted      = errors.New("not granted")       // Host: the capability is not available

@@ -175,6 +175,8 @@ func (p *Plugin) parseOutput(op string, out []byte, dec func([]byte) error) (err
 		return p.fail(op, ErrRejected, "plugin rejected the request: "+resp.Error, nil), false
 	case abi.StatusUnsupported:
 		return p.fail(op, ErrUnsupported, "unsupported: "+resp.Error, nil), false
+	case abi.StatusStateUnknown:
+		return p.fail(op, ErrStateUnknown, "state unknown: "+resp.Error, nil), false
 	case abi.StatusPanic:
 		return p.fail(op, ErrPanic, "panic: "+resp.Error, nil).replaced(), true
 	default:

@@ -111,6 +111,30 @@ func (p *Plugin) Observe(ctx context.Context, host Host, req *abi.ObserveRequest
 	return res.State, nil
 }
 
+// Fold calls meter.observe and returns the whole result: with a request
+// that set StateOptional, the plugin may keep the state (StateKept) and
+// send no blob. A request naming a state the instance does not hold by key
+// alone fails with ErrStateUnknown.
+func (p *Plugin) Fold(ctx context.Context, host Host, req *abi.ObserveRequest) (*abi.ObserveResult, error) {
+	res := new(abi.ObserveResult)
+	err := p.invoke(ctx, host, abi.MethodMeterObserve, req.Encode, func(b []byte) error {
+		if err := res.Decode(b); err != nil {
+			return err
+		}
+		if len(res.State) > p.cfg.stateLimit {
+			return &limitError{what: "state", size: len(res.State), limit: p.cfg.stateLimit}
+		}
+		if res.StateKept && !req.StateOptional {
+			return errors.New("the plugin kept its state although the request did not allow it")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // Measure calls meter.measure.
 func (p *Plugin) Measure(ctx context.Context, host Host, req *abi.MeasureRequest) (*abi.Measurement, error) {
 	res := new(abi.Measurement)

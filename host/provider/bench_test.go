@@ -27,59 +27,60 @@ import (
 
 // Benchmarks of a step's plugin work with the three providers.
 //
-// BenchmarkStep prepares a session whose surface has 1,000 nodes and whose
-// log has about 1,000 or 100,000 events, and measures per iteration what
-// the providers do in one step of the loop: the pre-step compaction call
-// (pressure, nothing to compact: it reads the surface and the meter, which
-// folds the previous step's events), the prompt render, and the per-step
-// measurement. Between iterations, untimed, the loop's events of a step are
-// appended (a turn with a user and an assistant message, then a
-// compaction bracket that keeps the surface at 1,000 nodes).
+// BenchmarkStep prepares a session whose surface has 100, 1,000 or 10,000
+// nodes (the log about three times as long) and measures per iteration what
+// the providers do before a step of the loop: the pre-step compaction call
+// (no pressure: the meter folds the previous step's events and measures)
+// and the prompt render. Between iterations, untimed, the loop's events of
+// a step are appended (a turn with a user and an assistant message, then a
+// compaction bracket that keeps the surface size); the meter, attached to
+// the session as the agent attaches it, queues them. The meter has no
+// per-step call of its own in the loop: its folding happens inside the next
+// pre-step's measurement, so it is timed there.
 //
-// Three variants: wasm-test-guests (benign's prompt and meter, the
-// checkpoint guest: trivial logic, so the figure is the cost of the
-// adapters, the runtime and the host imports), wasm-first-party (the
-// plugins under plugins/: the same logic as the native variant, when they
-// build; skipped otherwise) and native (host.SectionPrompt,
-// compaction-basic's native provider, token-meter's native meter). Run
-// with
+// Variants: wasm (the first-party plugins under plugins/) and native
+// (host.SectionPrompt, compaction-basic's native provider, token-meter's
+// native meter), each "idle" (the assembly unchanged) and "prompt" (one
+// section changes every step, so the prompt is rendered anew). Run with
 //
-//	go test -run XXX -bench . -benchtime 200x ./host/provider
-
-const surfaceNodes = 1000
+//	go test -run XXX -bench BenchmarkStep -benchtime 200x ./host/provider
 
 // bigRoute is far from any compaction threshold.
 var bigRoute = host.Route{Provider: "test", Model: "m1", ContextWindow: 100_000_000}
 
-// history returns the events of a session with a 1,000-node surface and
-// about n events, built once per n.
-func history(tb testing.TB, n int) []surface.Event {
+// history returns the events of a session with a surface of nodes nodes
+// and a log of about n events, built once per (nodes, n).
+func history(tb testing.TB, nodes, n int) []surface.Event {
 	historyMu.Lock()
 	defer historyMu.Unlock()
-	if evs, ok := histories[n]; ok {
+	key := [2]int{nodes, n}
+	if evs, ok := histories[key]; ok {
 		return evs
 	}
 	g := newGen(tb)
-	for g.s.Log().NextSeq() < int64(n-surfaceNodes-10) {
-		g.turn(1)
-		if g.s.Log().NodeCount() >= surfaceNodes-100 {
-			nodes := g.s.Log().Nodes()
-			g.compact(nodes[1 : len(nodes)-1])
+	for g.s.Log().NextSeq() < int64(n-3*nodes-10) {
+		g.turn(min(nodes/2, 50))
+		if g.s.Log().NodeCount() >= nodes-100 {
+			ns := g.s.Log().Nodes()
+			g.compact(ns[1 : len(ns)-1])
 		}
 	}
-	users := surfaceNodes - g.s.Log().NodeCount() - 1 // and an answer
+	for g.s.Log().NodeCount() < nodes-60 {
+		g.turn(50)
+	}
+	users := nodes - g.s.Log().NodeCount() - 1 // and an answer
 	if g.s.Log().Header() == nil {
 		users-- // and the system prompt
 	}
 	g.turn(users)
-	require.Equal(tb, surfaceNodes, g.s.Log().NodeCount())
-	histories[n] = g.s.Log().Events()
-	return histories[n]
+	require.Equal(tb, nodes, g.s.Log().NodeCount())
+	histories[key] = g.s.Log().Events()
+	return histories[key]
 }
 
 var (
 	historyMu sync.Mutex
-	histories = map[int][]surface.Event{}
+	histories = map[[2]int][]surface.Event{}
 )
 
 // gen appends loop-shaped events to a session.
@@ -195,8 +196,6 @@ type pluginSet struct {
 
 var (
 	firstPartySet = &pluginSet{modules: [3]string{"system-prompt", "compaction-basic", "token-meter"}}
-	testGuestSet  = &pluginSet{modules: [3]string{"benign", "checkpoint", "benign"},
-		configs: [3]string{"", `{"maxNodes":100000}`, ""}}
 )
 
 var roles = [3]provider.Role{provider.RoleSystemPrompt, provider.RoleCompaction, provider.RoleTokenMeter}
@@ -214,8 +213,10 @@ func (ps *pluginSet) load(tb testing.TB, mods func(testing.TB) map[string][]byte
 				ps.err = fmt.Errorf("module %s is not available", ps.modules[i])
 				return
 			}
+			// Generous deadlines: the first calls on a 10,000-node session
+			// (untimed warm-up) take seconds on a loaded machine.
 			loaded[i], ps.err = provider.Load(ctx, rt, provider.Spec{Name: ps.modules[i] + "-" + string(role), Role: role,
-				Wasm: wasm, Config: []byte(ps.configs[i])}, counters)
+				Wasm: wasm, Config: []byte(ps.configs[i]), Limits: provider.Limits{Call: time.Minute}}, counters)
 			if ps.err != nil {
 				return
 			}
@@ -242,11 +243,6 @@ func (ps *pluginSet) providers(tb testing.TB, s *host.Session) providers {
 func firstPartyProviders(tb testing.TB, s *host.Session) providers {
 	firstPartySet.load(tb, firstParty)
 	return firstPartySet.providers(tb, s)
-}
-
-func testGuestProviders(tb testing.TB, s *host.Session) providers {
-	testGuestSet.load(tb, func(testing.TB) map[string][]byte { return modules })
-	return testGuestSet.providers(tb, s)
 }
 
 // firstParty builds the first-party plugins that exist and build; the
@@ -280,7 +276,7 @@ func (c *capture) Compact(_ context.Context, v *host.View, _ host.CompactionRequ
 type idleModel struct{}
 
 func (idleModel) Stream(context.Context, *llm.Request, func(llm.Delta)) (*llm.Result, error) {
-	return text("unused"), nil
+	return &llm.Result{Content: []surface.Block{surface.Text("unused")}, FinishReason: llm.FinishStop}, nil
 }
 
 // stepBench is one prepared session with its providers and the session's
@@ -292,7 +288,7 @@ type stepBench struct {
 	view *host.View
 	asm  host.Assembly
 	// time spent in each provider call
-	compact, render, measured time.Duration
+	compact, render time.Duration
 }
 
 func newStepBench(tb testing.TB, events []surface.Event, set providerSet) *stepBench {
@@ -328,15 +324,6 @@ func (sb *stepBench) prestep(tb testing.TB) {
 	sb.render += time.Since(mid)
 }
 
-// measure is the per-step measurement after the step.
-func (sb *stepBench) measure(tb testing.TB) {
-	start := time.Now()
-	if _, err := sb.p.meter.Measure(context.Background(), nil); err != nil {
-		tb.Fatal(err)
-	}
-	sb.measured += time.Since(start)
-}
-
 // rest appends the remainder of the step and a compaction that keeps the
 // surface size.
 func (sb *stepBench) rest() {
@@ -345,45 +332,129 @@ func (sb *stepBench) rest() {
 	sb.g.compact(nodes[1:4])
 }
 
+var stepSets = []struct {
+	name string
+	set  providerSet
+}{{"wasm", firstPartyProviders}, {"native", nativeProviders}}
+
+// stepSizes are the surface sizes of BenchmarkStep, with their log lengths.
+var stepSizes = [][2]int{{100, 1_000}, {1_000, 3_000}, {10_000, 30_000}}
+
 func BenchmarkStep(b *testing.B) {
-	sizes := []int{1_000, 100_000}
-	for _, n := range sizes {
-		history(b, n) // both up front: every run sees the same host heap
+	for _, sz := range stepSizes {
+		history(b, sz[0], sz[1]) // all up front: every run sees the same host heap
 	}
-	for _, n := range sizes {
-		events := history(b, n)
-		for _, v := range []struct {
-			name string
-			set  providerSet
-		}{{"wasm-test-guests", testGuestProviders}, {"wasm-first-party", firstPartyProviders}, {"native", nativeProviders}} {
-			b.Run(fmt.Sprintf("%s/log=%d", v.name, n), func(b *testing.B) {
-				sb := newStepBench(b, events, v.set)
-				b.Log(sb.p.what)
-				// Warm up: instances started, caches filled.
+	for _, sz := range stepSizes {
+		events := history(b, sz[0], sz[1])
+		for _, v := range stepSets {
+			for _, change := range []bool{false, true} {
+				name := "idle"
+				if change {
+					name = "prompt"
+				}
+				b.Run(fmt.Sprintf("%s/nodes=%d/%s", v.name, sz[0], name), func(b *testing.B) {
+					sb := newStepBench(b, events, v.set)
+					b.Log(sb.p.what)
+					// Warm up: instances started, caches filled.
+					sb.g.open()
+					sb.prestep(b)
+					sb.rest()
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := range b.N {
+						b.StopTimer()
+						sb.g.open()
+						if change {
+							sb.asm.Sections[1].Text = "Be terse, step " + strconv.Itoa(i) + "."
+						}
+						b.StartTimer()
+						sb.prestep(b)
+						b.StopTimer()
+						sb.rest()
+						b.StartTimer()
+					}
+					b.StopTimer()
+					require.Equal(b, sz[0], sb.g.s.Log().NodeCount())
+					n := float64(b.N + 1)
+					b.ReportMetric(float64(sb.compact.Microseconds())/n, "compact-µs/op")
+					b.ReportMetric(float64(sb.render.Microseconds())/n, "render-µs/op")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkResume measures the first step of a process that resumes a
+// session of 1,000 surface nodes and 5,000 events: the providers are new
+// (as in a new process; the plugin instances are warm, as after the first
+// session of a process), the agent hands the meter the whole log, and the
+// first pre-step compaction and render run. Restoring the log itself is
+// host work without plugins and is not timed. Run with
+//
+//	go test -run XXX -bench BenchmarkResume -benchtime 20x ./host/provider
+func BenchmarkResume(b *testing.B) {
+	events := history(b, 1_000, 5_000)
+	for _, v := range stepSets {
+		b.Run(v.name, func(b *testing.B) {
+			newStepBench(b, events, v.set) // load and warm the plugins
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				g := restoreGen(b, events)
+				b.StartTimer()
+				sb := &stepBench{g: g}
+				sb.p = v.set(b, g.s)
+				c := &capture{}
+				a, err := host.NewAgent(g.s, host.Config{Route: bigRoute, Model: idleModel{}, Prompt: sb.p.prompt,
+					Meter: sb.p.meter, Compactors: []host.CompactionProvider{c}})
+				require.NoError(b, err)
+				_, err = a.CompactNow(context.Background())
+				require.NoError(b, err)
+				sb.view = c.view
+				sb.asm = host.Assembly{Sections: []host.Section{{Key: "role", Text: "You are a benchmark."}}, Route: bigRoute}
 				sb.g.open()
 				sb.prestep(b)
-				sb.rest()
-				sb.measure(b)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for range b.N {
-					b.StopTimer()
-					sb.g.open()
-					b.StartTimer()
-					sb.prestep(b)
-					b.StopTimer()
-					sb.rest()
-					b.StartTimer()
-					sb.measure(b)
+			}
+		})
+	}
+}
+
+// BenchmarkThroughput runs whole turns (one step each: a user message and
+// a model that answers at once) through host.Agent on a session of 100
+// surface nodes with the three providers, and reports steps per second.
+// The surface grows by two nodes per turn. Run with
+//
+//	go test -run XXX -bench BenchmarkThroughput -benchtime 300x ./host/provider
+func BenchmarkThroughput(b *testing.B) {
+	events := history(b, 100, 1_000)
+	for _, v := range stepSets {
+		b.Run(v.name, func(b *testing.B) {
+			g := restoreGen(b, events)
+			p := v.set(b, g.s)
+			a, err := host.NewAgent(g.s, host.Config{Route: bigRoute, Model: idleModel{}, Prompt: p.prompt, Meter: p.meter,
+				Compactors: []host.CompactionProvider{p.comp},
+				Sections:   []host.Section{{Key: "role", Text: "You are a benchmark."}}})
+			require.NoError(b, err)
+			turn := func(i int) {
+				res, err := a.Run(context.Background(), a.UserMessage("turn "+strconv.Itoa(i)))
+				if err != nil || res.Reason.Kind != surface.EndCompleted {
+					b.Fatalf("turn %d: %v %v", i, res, err)
 				}
-				b.StopTimer()
-				require.Equal(b, surfaceNodes, sb.g.s.Log().NodeCount())
-				n := float64(b.N + 1)
-				b.ReportMetric(float64(sb.compact.Microseconds())/n, "compact-µs/op")
-				b.ReportMetric(float64(sb.render.Microseconds())/n, "render-µs/op")
-				b.ReportMetric(float64(sb.measured.Microseconds())/n, "measure-µs/op")
-			})
-		}
+			}
+			turn(-1)
+			b.ResetTimer()
+			start := time.Now()
+			for i := range b.N {
+				turn(i)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "steps/s")
+			b.StopTimer()
+			for _, e := range g.s.Log().Events() {
+				if e.Type == surface.TypePluginFailure {
+					b.Fatalf("plugin failure: %s", e.Data)
+				}
+			}
+		})
 	}
 }
 

@@ -37,6 +37,26 @@ type compactionSession struct {
 	br      breaker
 	c       *cache
 	r       reader // the session, as of the latest call
+	idle    *idleHint
+}
+
+// idleHint is the promise of the latest compaction.prestep result
+// (abi.CompactionResult.IdleBelowTokens): nothing to do while the measured
+// total stays below below, under the same header, route, limits and state.
+type idleHint struct {
+	below  int64
+	header *surface.Header
+	route  abi.Route
+	limits abi.Limits
+	state  []byte
+}
+
+// holds reports whether the hint covers a prestep request: an open turn,
+// the same header (the log keeps one value per logged header), route,
+// limits and state blob.
+func (h *idleHint) holds(view *host.View, r *abi.CompactionRequest) bool {
+	return h != nil && r.Turn != 0 && view.Header() == h.header && r.Route == h.route && r.Limits == h.limits &&
+		r.CommandID == "" && r.Failure == (abi.Failure{}) && bytes.Equal(r.State, h.state)
 }
 
 // pendingResult is a result whose proposals the host was handed but whose
@@ -124,6 +144,14 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 		}
 	}
 	areq := c.request(view, req, s.state)
+	if req.Reason == host.CompactPressure && s.idle.holds(view, areq) {
+		// The plugin said it has nothing to do below this total; a meter
+		// that cannot answer leaves the decision to the plugin.
+		if total, err := view.MeasureTotal(ctx); err == nil && total < s.idle.below {
+			return nil, nil
+		}
+	}
+	s.idle = nil
 	h := &Host{kind: abi.KindCompaction, plugin: c.p.Name(), r: view, view: view, route: req.Route,
 		counters: c.o.counters, c: s.c}
 	at := view.NextSeq()
@@ -169,6 +197,10 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 	if len(ps) == 0 {
 		if res.HasState {
 			s.state = bytes.Clone(res.State)
+		}
+		if req.Reason == host.CompactPressure && res.HasIdleBelowTokens {
+			s.idle = &idleHint{below: res.IdleBelowTokens, header: view.Header(), route: areq.Route, limits: areq.Limits,
+				state: bytes.Clone(s.state)}
 		}
 		return nil, nil
 	}

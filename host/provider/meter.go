@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/plugin"
@@ -21,7 +22,16 @@ type Meter struct {
 	o options
 
 	mu    sync.Mutex
-	state []byte
+	state []byte // the durable state blob: the events before blobNext folded
+	// warm: the plugin understands state keys (abi.Description.WarmState)
+	// and the adapter has a session to replay from. key, when not 0, names
+	// the state of the events before next, which an instance may hold in
+	// memory; the blob may lag behind it (blobNext <= next) by at most
+	// maxUnsaved events, which a new instance replays from the log.
+	warm     bool
+	key      int64
+	blobNext int64
+	cold     int // observe calls still to make from the blob after a miss
 	// next is the seq of the first event the plugin has not folded;
 	// pending are the events from next on, waiting for a batch.
 	next         int64
@@ -29,6 +39,8 @@ type Meter struct {
 	pendingBytes int
 	last         *host.Measurement // latest measurement under the logged header
 	lastAt       int64             // next when last was taken
+	lastTotal    int64             // total of the latest totals-only measurement
+	lastTotalAt  int64             // next when lastTotal was taken
 	br           breaker
 	c            *cache
 	buf          []byte
@@ -49,16 +61,52 @@ func NewMeter(p *plugin.Plugin, s *host.Session, opts ...Option) (*Meter, error)
 	if o.batch <= 0 {
 		o.batch = DefaultObserveBatch
 	}
-	return &Meter{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByMeter), c: newCache(), lastAt: -1}, nil
+	return &Meter{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByMeter), c: newCache(), lastAt: -1, lastTotalAt: -1,
+		warm: s != nil && p.Description().WarmState}, nil
 }
+
+// stateKeys hands out state keys: one process never gives one key to two
+// states.
+var stateKeys atomic.Int64
+
+// maxUnsaved is how many events the warm state may run ahead of the
+// durable blob; past it the plugin must return the blob. It bounds the
+// replay after a miss.
+const maxUnsaved = 256
+
+// coldAfterMiss is how many observe calls after a miss go from the blob
+// and return it, as without state keys: a session whose warm state keeps
+// being evicted (many sessions per instance) then pays about what it paid
+// without them, not a miss and a replay on every call.
+const coldAfterMiss = 8
 
 // ID is the plugin's name.
 func (m *Meter) ID() string { return m.p.Name() }
 
-// State returns a copy of the state blob.
+// State returns a copy of the state blob of every event folded (Folded):
+// when the plugin kept a newer state in memory, it is asked for its blob
+// first, or, from an instance without it, the events since the blob are
+// folded into the blob again. On failure it is the last blob the plugin
+// returned.
 func (m *Meter) State() []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Twice at most: a replay from the blob may end in a kept state again.
+	for range 2 {
+		if m.key == 0 || m.blobNext == m.next || m.br.open {
+			break
+		}
+		req := &abi.ObserveRequest{StateKey: m.key, NextStateKey: stateKeys.Add(1)}
+		res, err := m.p.Fold(context.Background(), m.host(), req)
+		switch {
+		case err == nil && len(res.State) <= m.o.stateLimit:
+			m.state, m.key, m.blobNext = res.State, req.NextStateKey, m.next
+		case errors.Is(err, plugin.ErrStateUnknown):
+			if m.rewind() == nil {
+				_ = m.flush(context.Background()) // from the blob: returns the blob
+			}
+		}
+	}
 	return append([]byte(nil), m.state...)
 }
 
@@ -145,7 +193,29 @@ func (m *Meter) flush(ctx context.Context) error {
 			n++
 		}
 		req := m.observeRequest(m.pending[:n])
-		state, err := m.p.Observe(ctx, m.host(), req)
+		if m.warm {
+			req.NextStateKey = stateKeys.Add(1)
+			// A call from the blob returns the blob: so every replay after
+			// a miss moves the blob forward.
+			if m.key != 0 {
+				req.StateKey, req.State = m.key, nil
+				req.StateOptional = m.next+int64(n)-m.blobNext <= maxUnsaved
+			}
+			if m.cold > 0 {
+				m.cold--
+			}
+		}
+		var state []byte
+		res, err := m.p.Fold(ctx, m.host(), req)
+		if errors.Is(err, plugin.ErrStateUnknown) && req.StateKey != 0 {
+			// The instance does not hold the state: start again from the blob.
+			if err = m.rewind(); err == nil {
+				continue
+			}
+		}
+		if err == nil {
+			state = res.State
+		}
 		if err == nil && len(state) > m.o.stateLimit {
 			err = fmt.Errorf("plugin %q: call meter.observe: state of %d bytes exceeds the %d-byte limit", m.p.Name(), len(state), m.o.stateLimit)
 		}
@@ -157,12 +227,39 @@ func (m *Meter) flush(ctx context.Context) error {
 			}
 			return err
 		}
-		m.state = state
+		m.key = req.NextStateKey
+		if !res.StateKept {
+			m.state, m.blobNext = state, m.next+int64(n)
+		}
+		if m.cold > 0 {
+			m.key = 0 // cold: the next call goes from this blob too
+		}
 		m.next += int64(n)
 		m.pending = m.pending[n:]
 		m.pendingBytes -= size + 64*n
 	}
 	m.pending, m.pendingBytes = nil, 0
+	return nil
+}
+
+// rewind forgets the warm state: the events since the blob are queued
+// again, in front of the pending ones, to fold into the blob.
+func (m *Meter) rewind() error {
+	m.cold = coldAfterMiss
+	l := m.s.Log()
+	again := make([]surface.Event, 0, int(m.next-m.blobNext)+len(m.pending))
+	size := 0
+	for seq := m.blobNext; seq < m.next; seq++ {
+		e, ok := l.Event(seq)
+		if !ok {
+			return fmt.Errorf("token meter %q: event %d is not in the session log", m.p.Name(), seq)
+		}
+		again = append(again, e)
+		size += len(e.Data) + 64
+	}
+	m.pending = append(again, m.pending...)
+	m.pendingBytes += size
+	m.next, m.key = m.blobNext, 0
 	return nil
 }
 
@@ -211,7 +308,11 @@ func (m *Meter) sessionID() string {
 // here: a measure call usually serves a compaction call, which a log
 // append in its middle would make stale.
 func (m *Meter) Measure(ctx context.Context, header *surface.Header) (*host.Measurement, error) {
-	out, err := m.measure(ctx, header)
+	return m.measureLogged(ctx, header, false)
+}
+
+func (m *Meter) measureLogged(ctx context.Context, header *surface.Header, totalsOnly bool) (*host.Measurement, error) {
+	out, err := m.measure(ctx, header, totalsOnly)
 	if err != nil && errors.Is(err, host.ErrBadMeasurement) {
 		m.o.log.Warn("token meter returned a bad measurement; its consumer uses its own estimate",
 			"plugin", m.p.Name(), "session", m.sessionID(), "error", err)
@@ -219,7 +320,7 @@ func (m *Meter) Measure(ctx context.Context, header *surface.Header) (*host.Meas
 	return out, err
 }
 
-func (m *Meter) measure(ctx context.Context, header *surface.Header) (*host.Measurement, error) {
+func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly bool) (*host.Measurement, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.br.open {
@@ -236,7 +337,10 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header) (*host.Meas
 	if header == nil && m.last != nil && m.lastAt == m.next {
 		return cloneMeasurement(m.last), nil
 	}
-	req := &abi.MeasureRequest{State: m.state}
+	req := &abi.MeasureRequest{State: m.state, TotalsOnly: totalsOnly}
+	if m.key != 0 {
+		req.StateKey, req.State = m.key, nil
+	}
 	if header != nil {
 		b, err := surface.Data(header.Canonical())
 		if err != nil {
@@ -245,6 +349,20 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header) (*host.Meas
 		req.HeaderOverride, req.HasHeaderOverride = b, true
 	}
 	res, err := m.p.Measure(ctx, m.host(), req)
+	if errors.Is(err, plugin.ErrStateUnknown) && req.StateKey != 0 {
+		// The instance does not hold the state: fold again from the blob.
+		if err = m.rewind(); err != nil {
+			return nil, err
+		}
+		if err := m.flush(ctx); err != nil {
+			return nil, err
+		}
+		req.StateKey, req.State = m.key, nil
+		if m.key == 0 {
+			req.State = m.state
+		}
+		res, err = m.p.Measure(ctx, m.host(), req)
+	}
 	var out *host.Measurement
 	if err == nil {
 		out, err = fromABIMeasurement(res, m.typeOf)
@@ -259,11 +377,44 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header) (*host.Meas
 		m.clock()
 		return nil, m.br.fail(classify(err), &m.o, m.sessionID())
 	}
-	if header == nil {
+	if header == nil && !totalsOnly {
 		m.last, m.lastAt = out, m.next
 		m.c.measured(out)
 	}
+	if header == nil && totalsOnly {
+		m.lastTotal, m.lastTotalAt = out.TotalTokens, m.next
+	}
 	return cloneMeasurement(out), nil
+}
+
+// MeasureTotal implements host.TotalMeter: the total of the measurement
+// under the logged header, without per-node prices when the plugin can
+// leave them out (abi.MeasureRequest.TotalsOnly). It is validated and
+// counted like Measure.
+func (m *Meter) MeasureTotal(ctx context.Context) (int64, error) {
+	m.mu.Lock()
+	if m.s != nil && !m.br.open {
+		if err := m.catchUp(m.s.Log().NextSeq()); err != nil {
+			m.mu.Unlock()
+			return 0, err
+		}
+	}
+	if len(m.pending) == 0 && !m.br.open {
+		if m.last != nil && m.lastAt == m.next {
+			defer m.mu.Unlock()
+			return m.last.TotalTokens, nil
+		}
+		if m.lastTotalAt == m.next {
+			defer m.mu.Unlock()
+			return m.lastTotal, nil
+		}
+	}
+	m.mu.Unlock()
+	out, err := m.measureLogged(ctx, nil, true)
+	if err != nil {
+		return 0, err
+	}
+	return out.TotalTokens, nil
 }
 
 // clock advances the breaker's step clock over the session's log.

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"slices"
@@ -33,6 +34,10 @@ type SystemPrompt struct {
 	// last is the last prompt the plugin rendered.
 	last    string
 	hasLast bool
+	// lastReq is the encoded request that rendered last, kept when the
+	// plugin renders only on change (abi.Description.RenderOnChange).
+	lastReq  []byte
+	onChange bool
 }
 
 var _ host.SystemPromptProvider = (*SystemPrompt)(nil)
@@ -46,7 +51,8 @@ func NewSystemPrompt(p *plugin.Plugin, s *host.Session, opts ...Option) (*System
 		return nil, err
 	}
 	o := newOptions(opts)
-	return &SystemPrompt{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByPrompt), c: newCache()}, nil
+	return &SystemPrompt{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByPrompt), c: newCache(),
+		onChange: p.Description().RenderOnChange}, nil
 }
 
 // ID is the plugin's name; the host records it as the source of the
@@ -76,12 +82,22 @@ func (sp *SystemPrompt) Render(ctx context.Context, a *host.Assembly) (string, e
 		}
 		return sp.current()
 	}
+	req := RenderRequest(a)
+	var enc []byte
+	if sp.onChange {
+		// The plugin promised the same prompt for the same request.
+		enc = req.Encode(nil)
+		if sp.hasLast && sp.lastReq != nil && bytes.Equal(enc, sp.lastReq) {
+			return sp.last, nil
+		}
+	}
 	h := &Host{kind: abi.KindSystemPrompt, plugin: sp.p.Name(), counters: sp.o.counters, c: sp.c}
-	text, err := sp.p.RenderPrompt(ctx, h, RenderRequest(a))
+	text, err := sp.p.RenderPrompt(ctx, h, req)
 	if err != nil {
+		sp.lastReq = nil
 		return "", sp.br.fail(classify(err), &sp.o, sp.sessionID())
 	}
-	sp.last, sp.hasLast = text, true
+	sp.last, sp.hasLast, sp.lastReq = text, true, enc
 	return text, nil
 }
 

@@ -65,6 +65,9 @@ func (p *provider) run(h *sdk.Host, req *sdk.CompactionRequest, reason compact.R
 	if next := st.Encode(); !bytes.Equal(next, prev) {
 		res.State, res.HasState = next, true
 	}
+	if reason == compact.Pressure && out.IdleBelow > 0 && len(res.Proposals) == 0 {
+		res.IdleBelowTokens, res.HasIdleBelowTokens = out.IdleBelow, true
+	}
 	return res, nil
 }
 

@@ -191,6 +191,8 @@ func init() {
 			return nil
 		},
 		SystemPrompt: p,
+		// render is a pure function of the request and the configuration.
+		RenderOnChange: true,
 	})
 }
 

@@ -15,27 +15,84 @@ import (
 	"github.com/weirhost/weir/surface"
 )
 
-// tokenMeter implements sdk.TokenMeter. It keeps only the configuration;
-// each call restores the meter from the state blob.
+// tokenMeter implements sdk.TokenMeter. It keeps the configuration and
+// a few warm meters: the states it made, under the keys the host gave them
+// (ObserveRequest.NextStateKey), so a request naming its state by key needs
+// no restore. A request without a key restores the meter from its blob.
 type tokenMeter struct {
-	cfg config
+	cfg  config
+	warm []warmMeter // most recently used last
+}
+
+// warmMeter is a meter kept between calls under the host's key.
+type warmMeter struct {
+	key int64
+	m   *meter.Meter
+	c   *counting
+}
+
+// maxWarm bounds the warm meters of an instance (one per session served).
+const maxWarm = 4
+
+// acquire returns the meter of a request: the warm one under key (taken
+// out of the cache: the caller puts it back when the call succeeded), else
+// the one restored from state. A key the instance does not hold is
+// sdk.ErrStateUnknown.
+func (t *tokenMeter) acquire(h *sdk.Host, key int64, state []byte) (warmMeter, error) {
+	if key != 0 {
+		for i, w := range t.warm {
+			if w.key == key {
+				t.warm = append(t.warm[:i], t.warm[i+1:]...)
+				w.c.h, w.c.err = h, nil
+				return w, nil
+			}
+		}
+		return warmMeter{}, fmt.Errorf("%w: no warm meter under key %d", sdk.ErrStateUnknown, key)
+	}
+	m, c, err := t.restore(h, state)
+	return warmMeter{m: m, c: c}, err
+}
+
+// keep caches w under key, dropping the least recently used meter when full.
+func (t *tokenMeter) keep(key int64, w warmMeter) {
+	if key == 0 {
+		return
+	}
+	w.key, w.c.h = key, nil
+	if len(t.warm) >= maxWarm {
+		t.warm = append(t.warm[:0], t.warm[1:]...)
+	}
+	t.warm = append(t.warm, w)
 }
 
 func (t *tokenMeter) Observe(h *sdk.Host, req *sdk.ObserveRequest) ([]byte, error) {
-	m, c, err := t.restore(h, req.State)
+	w, err := t.acquire(h, req.StateKey, req.State)
 	if err != nil {
 		return nil, err
 	}
-	dec := surface.Decoder{Alias: true} // the events live as long as this call
+	m, c := w.m, w.c
+	// The events live as long as this call, unless the meter is kept warm.
+	dec := surface.Decoder{Alias: req.NextStateKey == 0}
 	for _, in := range req.Events {
-		e, err := dec.Decode(in.JSON)
+		var err error
+		if in.Type != "" && meter.Inert(in.Type) {
+			// Nothing of it is priced: the host's seq and type are enough
+			// (the guest trusts its host, docs/abi.md 4.1).
+			if in.Seq < m.Revision() {
+				continue // already folded
+			}
+			err = m.Skip(in.Seq, in.Type)
+		} else {
+			var e surface.Event
+			if e, err = dec.Decode(in.JSON); err != nil {
+				return nil, fmt.Errorf("event seq %d: %w", in.Seq, err)
+			}
+			if e.Seq < m.Revision() {
+				continue // already folded
+			}
+			err = m.Observe(e)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("event seq %d: %w", in.Seq, err)
-		}
-		if e.Seq < m.Revision() {
-			continue // already folded
-		}
-		if err := m.Observe(e); err != nil {
 			if m.Err() == nil {
 				return nil, err // a content the host could not give: try again later
 			}
@@ -48,14 +105,19 @@ func (t *tokenMeter) Observe(h *sdk.Host, req *sdk.ObserveRequest) ([]byte, erro
 	if c.err != nil {
 		return nil, c.err
 	}
+	t.keep(req.NextStateKey, w)
+	if req.StateOptional && req.NextStateKey != 0 {
+		return nil, sdk.ErrStateKept
+	}
 	return m.AppendState(nil), nil
 }
 
 func (t *tokenMeter) Measure(h *sdk.Host, req *sdk.MeasureRequest) (*sdk.Measurement, error) {
-	m, c, err := t.restore(h, req.State)
+	w, err := t.acquire(h, req.StateKey, req.State)
 	if err != nil {
 		return nil, err
 	}
+	m, c := w.m, w.c
 	var override *surface.Header
 	if req.HasHeaderOverride {
 		override = new(surface.Header)
@@ -63,13 +125,18 @@ func (t *tokenMeter) Measure(h *sdk.Host, req *sdk.MeasureRequest) (*sdk.Measure
 			return nil, fmt.Errorf("header override: %w", err)
 		}
 	}
-	got, err := m.Measure(override)
+	measure := m.Measure
+	if req.TotalsOnly {
+		measure = m.MeasureTotals
+	}
+	got, err := measure(override)
 	if err != nil {
 		return nil, err
 	}
 	if c.err != nil {
 		return nil, c.err
 	}
+	t.keep(req.StateKey, w)
 	return toABI(&got), nil
 }
 

@@ -115,7 +115,8 @@ func init() {
 			t.cfg, err = parseConfig(raw)
 			return err
 		},
-		Meter: t,
+		Meter:     t,
+		WarmState: true,
 	})
 }
 

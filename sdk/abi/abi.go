@@ -6,7 +6,11 @@ import "strconv"
 // Minor grows with additive changes and is exchanged in init and describe.
 // Minor 1 added Measurement.estimate_error and tokenizer and the user,
 // assistant and tool-result split of Breakdown. Minor 2 added
-// Description.events, the ignorable event types a plugin declares.
+// Description.events, the ignorable event types a plugin declares, and the
+// cost work: Description.render_on_change and warm_state, state keys on
+// meter requests (ObserveRequest.state_key, next_state_key, state_optional,
+// ObserveResult.state_kept, MeasureRequest.state_key, totals_only),
+// StatusStateUnknown and CompactionResult.idle_below_tokens.
 const (
 	Major uint32 = 1
 	Minor uint32 = 2
@@ -161,6 +165,9 @@ const (
 	StatusBadRequest  Status = 2
 	StatusPanic       Status = 3
 	StatusUnsupported Status = 4
+	// StatusStateUnknown (minor 2): the request named a state by key alone
+	// and the instance does not hold it.
+	StatusStateUnknown Status = 5
 )
 
 func (s Status) String() string {
@@ -175,6 +182,8 @@ func (s Status) String() string {
 		return "panic"
 	case StatusUnsupported:
 		return "unsupported"
+	case StatusStateUnknown:
+		return "state unknown"
 	}
 	return "status(" + strconv.FormatUint(uint64(s), 10) + ")"
 }

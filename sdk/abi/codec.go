@@ -262,7 +262,8 @@ func (m *Description) Encode(b []byte) []byte {
 	for _, e := range m.Events {
 		b = putStringAlways(b, 6, e)
 	}
-	return b
+	b = putBool(b, 7, m.RenderOnChange)
+	return putBool(b, 8, m.WarmState)
 }
 
 // Decode replaces m with the message decoded from b.
@@ -285,6 +286,10 @@ func (m *Description) Decode(b []byte) error {
 			m.Sdk = d.string()
 		case 6:
 			events = append(events, d.string())
+		case 7:
+			m.RenderOnChange = d.bool()
+		case 8:
+			m.WarmState = d.bool()
 		default:
 			d.skip()
 		}
@@ -496,6 +501,9 @@ func (m *CompactionResult) Encode(b []byte) []byte {
 	if m.HasState {
 		b = putBytesAlways(b, 2, m.State)
 	}
+	if m.HasIdleBelowTokens {
+		b = putInt64Always(b, 3, m.IdleBelowTokens)
+	}
 	return b
 }
 
@@ -516,6 +524,9 @@ func (m *CompactionResult) Decode(b []byte) error {
 		case 2:
 			m.State = d.bytesPresent()
 			m.HasState = true
+		case 3:
+			m.IdleBelowTokens = d.int64()
+			m.HasIdleBelowTokens = true
 		default:
 			d.skip()
 		}
@@ -563,7 +574,9 @@ func (m *ObserveRequest) Encode(b []byte) []byte {
 		b = m.Events[i].Encode(b)
 		b = closeMessage(b, start)
 	}
-	return b
+	b = putInt64(b, 3, m.StateKey)
+	b = putInt64(b, 4, m.NextStateKey)
+	return putBool(b, 5, m.StateOptional)
 }
 
 // Decode replaces m with the message decoded from b.
@@ -578,6 +591,12 @@ func (m *ObserveRequest) Decode(b []byte) error {
 		case 2:
 			events = append(events, Event{})
 			d.message(events[len(events)-1].Decode)
+		case 3:
+			m.StateKey = d.int64()
+		case 4:
+			m.NextStateKey = d.int64()
+		case 5:
+			m.StateOptional = d.bool()
 		default:
 			d.skip()
 		}
@@ -590,7 +609,8 @@ func (m *ObserveRequest) Decode(b []byte) error {
 
 // Encode appends the wire form of m to b.
 func (m *ObserveResult) Encode(b []byte) []byte {
-	return putBytes(b, 1, m.State)
+	b = putBytes(b, 1, m.State)
+	return putBool(b, 2, m.StateKept)
 }
 
 // Decode replaces m with the message decoded from b.
@@ -601,6 +621,8 @@ func (m *ObserveResult) Decode(b []byte) error {
 		switch d.num {
 		case 1:
 			m.State = d.bytes()
+		case 2:
+			m.StateKept = d.bool()
 		default:
 			d.skip()
 		}
@@ -616,7 +638,8 @@ func (m *MeasureRequest) Encode(b []byte) []byte {
 	if m.HasHeaderOverride {
 		b = putBytesAlways(b, 2, m.HeaderOverride)
 	}
-	return b
+	b = putInt64(b, 3, m.StateKey)
+	return putBool(b, 4, m.TotalsOnly)
 }
 
 // Decode replaces m with the message decoded from b.
@@ -630,6 +653,10 @@ func (m *MeasureRequest) Decode(b []byte) error {
 		case 2:
 			m.HeaderOverride = d.bytesPresent()
 			m.HasHeaderOverride = true
+		case 3:
+			m.StateKey = d.int64()
+		case 4:
+			m.TotalsOnly = d.bool()
 		default:
 			d.skip()
 		}

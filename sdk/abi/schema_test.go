@@ -68,7 +68,7 @@ func TestEnumsMatchProto(t *testing.T) {
 		"Status": {
 			"STATUS_OK": int32(StatusOK), "STATUS_PLUGIN_ERROR": int32(StatusPluginError),
 			"STATUS_BAD_REQUEST": int32(StatusBadRequest), "STATUS_PANIC": int32(StatusPanic),
-			"STATUS_UNSUPPORTED": int32(StatusUnsupported),
+			"STATUS_UNSUPPORTED": int32(StatusUnsupported), "STATUS_STATE_UNKNOWN": int32(StatusStateUnknown),
 		},
 		"Kind": {
 			"KIND_UNSPECIFIED": int32(KindUnspecified), "KIND_SYSTEM_PROMPT": int32(KindSystemPrompt),

@@ -88,6 +88,11 @@ type Description struct {
 	// Events are the ignorable event types the plugin may propose besides
 	// its kind's own (minor 2); absent for an older guest.
 	Events []string
+	// RenderOnChange (minor 2): prompt.render is a pure function of its
+	// request, so the host may reuse the last prompt for the same request.
+	RenderOnChange bool
+	// WarmState (minor 2): the meter understands state keys.
+	WarmState bool
 }
 
 // Provides reports whether the description lists kind.
@@ -146,6 +151,11 @@ type CompactionResult struct {
 	Proposals []Proposal
 	State     []byte // meaningful when HasState
 	HasState  bool
+	// IdleBelowTokens (minor 2, prestep only), meaningful when HasIdleBelowTokens:
+	// plugin has nothing to do before a step while the measured total stays
+	// below it and the header, route, limits and state are those of this call.
+	IdleBelowTokens    int64
+	HasIdleBelowTokens bool
 }
 
 // Event is one committed event given to a token meter.
@@ -159,11 +169,20 @@ type Event struct {
 type ObserveRequest struct {
 	State  []byte
 	Events []Event
+	// StateKey (minor 2), when not 0, names the state the events fold into;
+	// State is then empty or that state's blob. NextStateKey names the
+	// state the call makes. StateOptional lets the result keep the state.
+	StateKey      int64
+	NextStateKey  int64
+	StateOptional bool
 }
 
 // ObserveResult is the result of meter.observe.
 type ObserveResult struct {
 	State []byte
+	// StateKept (minor 2): the plugin kept the new state under the
+	// request's NextStateKey and sent no blob.
+	StateKept bool
 }
 
 // MeasureRequest is the input of meter.measure.
@@ -171,6 +190,8 @@ type MeasureRequest struct {
 	State             []byte
 	HeaderOverride    []byte // meaningful when HasHeaderOverride
 	HasHeaderOverride bool
+	StateKey          int64 // minor 2: as in ObserveRequest
+	TotalsOnly        bool  // minor 2: the nodes may be left out
 }
 
 // Baseline is the baseline of a measurement.

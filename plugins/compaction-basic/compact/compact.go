@@ -64,6 +64,10 @@ type Request struct {
 type Outcome struct {
 	Proposals []surface.Proposal
 	Warning   error
+	// IdleBelow, when positive (pressure only, no proposals): the call would
+	// decide the same while the measured total stays below it and the
+	// header, route and state stay as they are.
+	IdleBelow int64
 }
 
 // Errors of requests compaction refuses before proposing anything.
@@ -301,7 +305,7 @@ func (r *run) pressure() (Outcome, error) {
 		return Outcome{}, fmt.Errorf("compaction: measure: %w", err)
 	}
 	if r.meas.TotalTokens < spec.ThresholdTokens {
-		return Outcome{}, nil
+		return Outcome{IdleBelow: spec.ThresholdTokens}, nil
 	}
 	if err := r.load(); err != nil {
 		return Outcome{}, err

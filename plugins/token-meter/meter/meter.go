@@ -191,6 +191,32 @@ func (m *Meter) Observe(e surface.Event) error {
 	return nil
 }
 
+// Inert reports whether events of type typ leave the meter as it is
+// except for its revision: every type but the surface messages,
+// request/header, step/start and step/end. Skip folds such an event
+// without its data.
+func Inert(typ string) bool {
+	switch typ {
+	case surface.TypeRequestHeader, surface.TypeStepStart, surface.TypeStepEnd:
+		return false
+	}
+	return kindOf(typ) == 0
+}
+
+// Skip folds an inert event (Inert) of seq and typ without decoding it:
+// the same as Observe of the event.
+func (m *Meter) Skip(seq int64, typ string) error {
+	if !Inert(typ) {
+		return &Error{Seq: seq, Type: typ, Msg: "a " + typ + " event is not inert: it must be observed"}
+	}
+	if seq != m.next {
+		return m.Observe(surface.Event{Seq: seq, Type: typ})
+	}
+	m.next++
+	m.err = nil
+	return nil
+}
+
 func (m *Meter) plan(e *surface.Event) (*change, *Error) {
 	c := &change{}
 	switch e.Type {
@@ -279,7 +305,19 @@ func (m *Meter) plan(e *surface.Event) (*change, *Error) {
 
 // locate resolves the positions a replace names (spec 4.3 step 6).
 func (m *Meter) locate(e *surface.Event) (from, to int, err *Error) {
-	from, to = m.position(e.Op.Start), m.position(e.Op.End)
+	from, to = m.position(e.Op.Start), -1
+	if from >= 0 {
+		// A valid range ends at or after its start: look there first.
+		for i := from; i < len(m.prices); i++ {
+			if m.prices[i].Seq == e.Op.End {
+				to = i
+				break
+			}
+		}
+	}
+	if to < 0 {
+		to = m.position(e.Op.End)
+	}
 	switch {
 	case from < 0:
 		return 0, 0, errorf(e, "replace start seq %d not found in surface", e.Op.Start)
@@ -291,10 +329,16 @@ func (m *Meter) locate(e *surface.Event) (from, to int, err *Error) {
 	return from, to, nil
 }
 
+// position is the surface position of seq, or -1. Seqs on the surface
+// are distinct, so it searches from both ends at once: compactions replace
+// near the front, rewrites of recent tool results near the back.
 func (m *Meter) position(seq int64) int {
-	for i := len(m.prices) - 1; i >= 0; i-- {
+	for i, j := 0, len(m.prices)-1; i <= j; i, j = i+1, j-1 {
 		if m.prices[i].Seq == seq {
 			return i
+		}
+		if m.prices[j].Seq == seq {
+			return j
 		}
 	}
 	return -1
@@ -374,11 +418,21 @@ func (m *Meter) commit(c *change) {
 		}
 		m.nodes = slices.Replace(m.nodes, c.from, c.to+1, c.node)
 		m.prices = slices.Replace(m.prices, c.from, c.to+1, c.price)
-		m.lastSys = -1
-		for i := len(m.nodes) - 1; i >= 0; i-- {
-			if m.nodes[i].kind == kindSystem && m.nodes[i].vis {
-				m.lastSys = i
-				break
+		// The last visible system node: one after the range moved with it;
+		// one before it stays unless the new node is a later one; only one
+		// inside the range needs a search.
+		switch last := m.lastSys; {
+		case last > c.to:
+			m.lastSys = last - (c.to - c.from)
+		case c.node.kind == kindSystem && c.node.vis:
+			m.lastSys = c.from
+		case last >= c.from:
+			m.lastSys = -1
+			for i := c.from - 1; i >= 0; i-- {
+				if m.nodes[i].kind == kindSystem && m.nodes[i].vis {
+					m.lastSys = i
+					break
+				}
 			}
 		}
 	default:
@@ -396,6 +450,16 @@ func (m *Meter) commit(c *change) {
 // (spec 12.2). It fails while the meter is stopped at an event it cannot
 // fold.
 func (m *Meter) Measure(override *surface.Header) (Measurement, error) {
+	return m.measure(override, true)
+}
+
+// MeasureTotals is Measure without the per-node prices (Nodes is nil):
+// the same totals, baseline and breakdown, without copying the surface.
+func (m *Meter) MeasureTotals(override *surface.Header) (Measurement, error) {
+	return m.measure(override, false)
+}
+
+func (m *Meter) measure(override *surface.Header, nodes bool) (Measurement, error) {
 	if m.err != nil {
 		return Measurement{}, m.err
 	}
@@ -413,13 +477,17 @@ func (m *Meter) Measure(override *surface.Header) (Measurement, error) {
 	var sums [len(m.sums)]int64
 	var lastSys int64
 	if p == m.route {
-		out.Nodes = append(make([]Node, 0, len(m.prices)), m.prices...)
+		if nodes {
+			out.Nodes = append(make([]Node, 0, len(m.prices)), m.prices...)
+		}
 		out.SurfaceTokens, sums = m.sumTok, m.sums
 		if m.lastSys >= 0 {
 			lastSys = m.prices[m.lastSys].Tokens
 		}
 	} else {
-		out.Nodes = make([]Node, len(m.nodes))
+		if nodes {
+			out.Nodes = make([]Node, len(m.nodes))
+		}
 		for i := range m.nodes {
 			n := &m.nodes[i]
 			tok := m.prices[i].Tokens // kept for a node gone from the content source
@@ -430,7 +498,9 @@ func (m *Meter) Measure(override *surface.Header) (Measurement, error) {
 			if err != nil && !errors.Is(err, ErrNoContent) {
 				return Measurement{}, &Error{Seq: m.prices[i].Seq, Type: n.kind.eventType(), Msg: fmt.Sprintf("surface node %d cannot be priced with %s: %v", i, p.name, err)}
 			}
-			out.Nodes[i] = Node{Seq: m.prices[i].Seq, Tokens: tok, HeuristicTokens: m.prices[i].HeuristicTokens}
+			if nodes {
+				out.Nodes[i] = Node{Seq: m.prices[i].Seq, Tokens: tok, HeuristicTokens: m.prices[i].HeuristicTokens}
+			}
 			out.SurfaceTokens += tok
 			sums[n.kind] += tok
 			if i == m.lastSys {

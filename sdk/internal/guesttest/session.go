@@ -8,7 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -230,7 +230,8 @@ func Session(t *testing.T, p Plugins) {
 	require.Equal(t, source{Kind: "plugin", Plugin: "house-prompt"}, sys.Message.Source)
 	require.Len(t, sys.Message.Content, 1)
 	prompt := sys.Message.Content[0].Text
-	require.True(t, strings.HasSuffix(prompt, "\n\n"+Footer), "the configured footer ends the prompt: %q", prompt)
+	// The configured footer, then the date the host passes in its host data.
+	require.Regexp(t, regexp.MustCompile(`\n\n`+regexp.QuoteMeta(Footer)+`\n\nToday's date: \d{4}-\d{2}-\d{2}\.$`), prompt)
 	require.NotEqual(t, Footer, prompt, "the host's sections come first")
 
 	// The compactions: whole brackets, in order, in one batch each.
