@@ -156,7 +156,7 @@ func demoCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s.Log().Observe(p.event)
+	p.watch(s.Log())
 	if tokens != nil {
 		s.Log().Observe(func(ev surface.Event) {
 			if ev.Type == surface.TypeStepEnd {

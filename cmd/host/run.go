@@ -316,7 +316,7 @@ func runCmd(e *env, args []string) error {
 			}
 		})
 	}
-	s.Log().Observe(out.event)
+	out.watch(s.Log())
 	if interactive {
 		return chat(e, a, out, path)
 	}

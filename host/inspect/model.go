@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -118,8 +119,10 @@ type Model struct {
 	// Window is the latest context window a request/context reported.
 	Window int64
 	// Threshold is the compaction threshold of compaction-basic's default
-	// policy for the latest route (0 when it cannot be resolved).
-	Threshold int64
+	// policy for the latest route (the configured policy is not logged);
+	// ThresholdNote says how it was derived.
+	Threshold     int64
+	ThresholdNote string
 }
 
 // Build reads a session into its model.
@@ -265,9 +268,6 @@ func Build(s *Session) *Model {
 			continue
 		}
 		m.Items = append(m.Items, it)
-		if e.Type == surface.TypeRequestHeader {
-			continue
-		}
 	}
 	// A compaction that never ended shows where it started.
 	for _, c := range m.Compactions {
@@ -281,8 +281,15 @@ func Build(s *Session) *Model {
 	}
 	if m.Window > 0 {
 		cfg := compact.DefaultConfig()
-		if spec, err := compact.ResolveSpec(cfg.For(provider, model), provider, model, m.Window, maxTokens); err == nil {
+		pol := cfg.For(provider, model)
+		if spec, err := compact.ResolveSpec(pol, provider, model, m.Window, maxTokens); err == nil {
 			m.Threshold = spec.ThresholdTokens
+			m.ThresholdNote = "compaction-basic's default policy"
+		} else {
+			// The default headroom does not fit a small window: the ratio
+			// alone bounds the threshold.
+			m.Threshold = int64(float64(m.Window) * pol.ThresholdRatio)
+			m.ThresholdNote = fmt.Sprintf("%g × the window; the session's own policy is not in the log", pol.ThresholdRatio)
 		}
 	}
 	m.Summary = Summary{ID: s.ID, Turns: l.LastTurn(), Events: l.Len(), Nodes: l.NodeCount(),

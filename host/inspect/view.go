@@ -136,7 +136,7 @@ func drawChart(m *Model, points []Point, marks []Mark) *Chart {
 		c.Window = &Line{Y: y(m.Window), Label: fmt.Sprintf("context window %d", m.Window)}
 	}
 	if m.Threshold > 0 {
-		c.Threshold = &Line{Y: y(m.Threshold), Label: fmt.Sprintf("compaction threshold %d (compaction-basic default policy)", m.Threshold)}
+		c.Threshold = &Line{Y: y(m.Threshold), Label: fmt.Sprintf("compaction threshold %d (%s)", m.Threshold, m.ThresholdNote)}
 	}
 	for _, mk := range marks {
 		// The mark stands before the first request settled after it.
