@@ -85,6 +85,7 @@ func serveCmd(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "Weir inspector (read-only) at %s\nPress Ctrl-C to stop.\n", url)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(srv.Close)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	go func() {

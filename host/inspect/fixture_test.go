@@ -33,7 +33,7 @@ func copyDemo(t testing.TB, dir, name string) string {
 // Hostile payloads: markup, scripts, javascript: URLs and bidi controls in
 // everything a log carries that a page shows.
 const (
-	xssUser    = `<script>document.title="pwned-user"</script><img src=x onerror="window.__xss='img'"><a href="javascript:window.__xss='href'">click me</a>`
+	xssUser    = `<script>document.title="pwned-user";alert(1)</script><img src=y onerror=alert(2)><img src=x onerror="window.__xss='img'"><a href="javascript:window.__xss='href'">click me</a>`
 	xssBidi    = "invoice\u202Efdp.exe and \u2066isolate\u2069"
 	xssTool    = `ls<img src=x onerror=window.__xss=3>`
 	xssPrompt  = `<script>window.__xss="prompt"</script><style>body{display:none}</style>`

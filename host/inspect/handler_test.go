@@ -260,6 +260,13 @@ func TestTokensPageAndAPI(t *testing.T) {
 	require.Contains(t, page, `<line class="mark compaction"`)
 	require.Contains(t, page, `<line class="mark prompt"`)
 	require.Contains(t, page, `<a href="/s/demo.jsonl/requests?n=7" class="point">`)
+
+	// Scaled to the data, the window (far above the demo's contexts) is
+	// not drawn.
+	fit := ok(t, s, "/s/demo.jsonl/tokens?scale=data")
+	require.Equal(t, 7, strings.Count(fit, "<circle "))
+	require.NotContains(t, fit, `<line class="window"`)
+	require.Contains(t, fit, `href="/s/demo.jsonl/tokens">Scale to the context window</a>`)
 }
 
 func TestReadOnly(t *testing.T) {
@@ -343,7 +350,7 @@ func TestHostileContentIsEscaped(t *testing.T) {
 		require.LessOrEqual(t, strings.Count(page, "<script"), 1, "%s: only the inspector's own script", target)
 	}
 	traj := pages["/s/hostile.jsonl/"]
-	require.Contains(t, traj, "&lt;script&gt;document.title=&#34;pwned-user&#34;&lt;/script&gt;")
+	require.Contains(t, traj, "&lt;script&gt;document.title=&#34;pwned-user&#34;;alert(1)&lt;/script&gt;")
 	require.Contains(t, traj, "invoice&lt;U&#43;202E&gt;fdp.exe", "a bidi control is shown, not obeyed")
 	require.Contains(t, traj, "ls&lt;img src=x onerror=window.__xss=3&gt;")
 	require.Contains(t, traj, "&lt;svg onload=window.__xss=6&gt;", "the hostile plugin name of the failure")

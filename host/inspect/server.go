@@ -60,7 +60,15 @@ type Server struct {
 
 	mu    sync.Mutex
 	cache map[string]*entry
+
+	done      chan struct{} // closed by Close: live streams end
+	closeOnce sync.Once
 }
+
+// Close ends the live streams (server-sent events) the server is serving,
+// so an http.Server's Shutdown need not wait for them. The pages stay
+// served.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.done) }) }
 
 type entry struct {
 	path  string
@@ -78,7 +86,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspector templates: %w", err)
 	}
-	s := &Server{o: o, pages: t, cache: map[string]*entry{}, mux: http.NewServeMux()}
+	s := &Server{o: o, pages: t, cache: map[string]*entry{}, mux: http.NewServeMux(), done: make(chan struct{})}
 	static, _ := fs.Sub(assets, "assets/static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", s.sessionsPage)
@@ -474,7 +482,7 @@ func (s *Server) tokensPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	points, marks := m.Chart()
-	s.render(w, "tokens.html", tokensData{Title: name + " · tokens", Name: name, Model: m, Chart: drawChart(m, points, marks), Points: points})
+	s.render(w, "tokens.html", tokensData{Title: name + " · tokens", Name: name, Model: m, Chart: drawChart(m, points, marks, r.URL.Query().Get("scale") == "data"), Points: points})
 }
 
 func (s *Server) apiTokens(w http.ResponseWriter, r *http.Request) {
@@ -515,6 +523,8 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-s.done:
 			return
 		case <-tick.C:
 		}

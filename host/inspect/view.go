@@ -70,6 +70,7 @@ type Chart struct {
 	Window, Threshold *Line
 	Marks             []MarkLine
 	Ticks             []Tick
+	Fit               bool
 }
 
 // Dot is one clickable point.
@@ -98,9 +99,15 @@ type Tick struct {
 	Label string
 }
 
-func drawChart(m *Model, points []Point, marks []Mark) *Chart {
-	c := &Chart{W: 900, H: 320, Left: 60, Top: 20, Bottom: 290}
-	max := max(m.Window, m.Threshold)
+// drawChart lays the chart out; fit scales the y axis to the data instead
+// of the window (the window and threshold rules are then drawn only when
+// they fall inside).
+func drawChart(m *Model, points []Point, marks []Mark, fit bool) *Chart {
+	c := &Chart{W: 900, H: 320, Left: 60, Top: 30, Bottom: 290, Fit: fit}
+	var max int64
+	if !fit {
+		max = maxInt(m.Window, m.Threshold)
+	}
 	for _, p := range points {
 		max = maxInt(max, p.Tokens)
 		if p.Usage != nil {
@@ -132,10 +139,10 @@ func drawChart(m *Model, points []Point, marks []Mark) *Chart {
 		}
 	}
 	c.Meter = strings.Join(poly, " ")
-	if m.Window > 0 {
+	if m.Window > 0 && m.Window <= max {
 		c.Window = &Line{Y: y(m.Window), Label: fmt.Sprintf("context window %d", m.Window)}
 	}
-	if m.Threshold > 0 {
+	if m.Threshold > 0 && m.Threshold <= max {
 		c.Threshold = &Line{Y: y(m.Threshold), Label: fmt.Sprintf("compaction threshold %d (%s)", m.Threshold, m.ThresholdNote)}
 	}
 	for _, mk := range marks {
