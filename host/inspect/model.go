@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/weirhost/weir/host"
@@ -109,7 +110,11 @@ type Summary struct {
 // Model is everything the pages show of one session, built in one pass.
 type Model struct {
 	Session *Session
-	Items   []Item
+	// Items are the trajectory's entries. Build classifies every event but
+	// leaves message content undecoded; Fill completes the items a page
+	// shows, so the first screen of a long session does not wait for all
+	// of them.
+	Items []Item
 	// Requests are the settlement seqs of every dispatched attempt, in
 	// order (request i+1 is Requests[i]).
 	Requests    []int64
@@ -123,22 +128,87 @@ type Model struct {
 	// ThresholdNote says how it was derived.
 	Threshold     int64
 	ThresholdNote string
+
+	mu        sync.Mutex // the log decodes messages lazily: one reader at a time
+	callNames map[string]string
+	tokens    *host.Measurement
+	measured  bool
+}
+
+// Fill returns copies of items with their message content decoded.
+func (m *Model) Fill(items []Item) []Item {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(items)
+	l := m.Session.Log
+	for i := range out {
+		it := &out[i]
+		switch it.Kind {
+		case ItemMessage:
+			msg, _ := l.Message(it.Seq)
+			it.Role = roleOf(msg)
+			fillMessage(it, msg)
+			if it.Type == surface.TypeAssistantMessage {
+				e, _ := l.Event(it.Seq)
+				var d surface.StepMessage
+				if json.Unmarshal(e.Data, &d) == nil {
+					it.Usage, it.Interrupted = d.Usage, d.Interrupted
+				}
+			}
+		case ItemTool:
+			msg, _ := l.Message(it.Seq)
+			if msg != nil && len(msg.Content) > 0 {
+				b := msg.Content[0]
+				it.CallID, it.IsError, it.Text = b.ToolCallID, b.IsError, surface.TextOf(b.Content)
+				it.ToolName = m.callNames[b.ToolCallID]
+			}
+			e, _ := l.Event(it.Seq)
+			var d struct {
+				Error *surface.ToolError `json:"error"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil && d.Error != nil {
+				it.Note = d.Error.Code
+				if d.Error.Reason != "" {
+					it.Note += ": " + d.Error.Reason
+				}
+				it.Synthetic = d.Error.Code == "TOOL_OUTCOME_UNKNOWN" || d.Error.Code == "TOOL_NOT_STARTED"
+			}
+			it.Long = len(it.Text) > LongResult || strings.Count(it.Text, "\n") > 8
+		case ItemRewrite:
+			msg, _ := l.Message(it.Seq)
+			it.Role, it.Text = roleOf(msg), textOf(msg)
+		}
+	}
+	return out
+}
+
+// Tokens is the meter's measurement of the session's current surface,
+// computed on first use (nil when the meter cannot price the log).
+func (m *Model) Tokens() *host.Measurement {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.measured {
+		m.tokens, m.measured = measureLog(m.Session.Log), true
+	}
+	return m.tokens
 }
 
 // Build reads a session into its model.
 func Build(s *Session) *Model {
 	l := s.Log
 	events := l.Events()
-	m := &Model{Session: s}
+	m := &Model{Session: s, callNames: map[string]string{}}
 	m.Items = make([]Item, 0, len(events))
 	comps := map[string]*Compaction{}
 	pt := NewPromptTracker()
-	callNames := map[string]string{}
 	var turn, step int64
 	var provider, model string
 	var maxTokens int64
 	for _, e := range events {
-		msg, _ := l.Message(e.Seq)
+		var msg *surface.Message
+		if e.Type == surface.TypeSystemMessage || e.Op.Kind == surface.OpReplace {
+			msg, _ = l.Message(e.Seq)
+		}
 		if p, ok := pt.Observe(e, msg); ok {
 			p := p
 			m.Prompts = append(m.Prompts, p)
@@ -166,6 +236,9 @@ func Build(s *Session) *Model {
 		case surface.TypeTurnEnd:
 			var d surface.TurnEnd
 			_ = json.Unmarshal(e.Data, &d)
+			if d.Reason.Kind == surface.EndCompleted {
+				continue
+			}
 			it.Kind, it.Note = ItemTurnEnd, d.Reason.Kind
 			if d.Reason.Reason != "" {
 				it.Note += ": " + d.Reason.Reason
@@ -173,7 +246,16 @@ func Build(s *Session) *Model {
 			if d.Reason.Error != nil {
 				it.Note += ": " + d.Reason.Error.Message + " (" + d.Reason.Error.Code + ")"
 			}
-		case surface.TypeRequestHeader, surface.TypeToolCall, surface.TypeEndSeed:
+		case surface.TypeToolCall:
+			var d struct {
+				CallID string `json:"callId"`
+				Name   string `json:"name"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil {
+				m.callNames[d.CallID] = d.Name
+			}
+			continue
+		case surface.TypeRequestHeader, surface.TypeEndSeed:
 			continue
 		case surface.TypeRequestContext:
 			var d struct {
@@ -193,20 +275,11 @@ func Build(s *Session) *Model {
 					c.Text = textOf(msg)
 					continue
 				}
-				it.Kind, it.Role, it.Text = ItemRewrite, roleOf(msg), textOf(msg)
-				it.Note = rangeNote(e)
+				it.Kind, it.Note = ItemRewrite, rangeNote(e)
 				break
 			}
-			it.Kind, it.Role = ItemMessage, roleOf(msg)
-			fillMessage(&it, msg)
-			for _, c := range it.Calls {
-				callNames[c.ID] = c.Name
-			}
+			it.Kind = ItemMessage
 			if e.Type == surface.TypeAssistantMessage {
-				var d surface.StepMessage
-				if json.Unmarshal(e.Data, &d) == nil {
-					it.Usage, it.Interrupted = d.Usage, d.Interrupted
-				}
 				m.Requests = append(m.Requests, e.Seq)
 				it.Request = len(m.Requests)
 			}
@@ -214,26 +287,10 @@ func Build(s *Session) *Model {
 			m.Requests = append(m.Requests, e.Seq)
 			it.Kind, it.Request, it.Note = ItemAttempt, len(m.Requests), "the attempt failed; nothing was committed to the surface"
 		case surface.TypeToolResult:
-			if e.Op.Kind == surface.OpReplace {
-				it.Kind, it.Text, it.Note = ItemRewrite, textOf(msg), rangeNote(e)
-				break
-			}
 			it.Kind = ItemTool
-			var d surface.StepMessage
-			_ = json.Unmarshal(e.Data, &d)
-			if msg != nil && len(msg.Content) > 0 {
-				b := msg.Content[0]
-				it.CallID, it.IsError, it.Text = b.ToolCallID, b.IsError, surface.TextOf(b.Content)
-				it.ToolName = callNames[b.ToolCallID]
+			if e.Op.Kind == surface.OpReplace {
+				it.Kind, it.Note = ItemRewrite, rangeNote(e)
 			}
-			if d.Error != nil {
-				it.Note = d.Error.Code
-				if d.Error.Reason != "" {
-					it.Note += ": " + d.Error.Reason
-				}
-				it.Synthetic = d.Error.Code == "TOOL_OUTCOME_UNKNOWN" || d.Error.Code == "TOOL_NOT_STARTED"
-			}
-			it.Long = len(it.Text) > LongResult || strings.Count(it.Text, "\n") > 8
 		case surface.TypeCompactionStart, surface.TypeCompactionSummary, surface.TypeCompactionEnd:
 			c := compactionEvent(comps, e, &m.Compactions)
 			if c == nil || e.Type != surface.TypeCompactionEnd {
@@ -296,9 +353,6 @@ func Build(s *Session) *Model {
 		Requests: len(m.Requests), Compactions: len(m.Compactions)}
 	if n := len(events); n > 0 {
 		m.Summary.LastActivity = events[n-1].Time
-	}
-	if t := measureLog(l); t != nil {
-		m.Summary.Tokens = t.TotalTokens
 	}
 	return m
 }

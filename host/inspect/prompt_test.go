@@ -75,7 +75,7 @@ func TestPromptTrackerClassifiesAndDiffsAgainstThePromptInEffect(t *testing.T) {
 func TestBuildShowsPromptCardsNotBubbles(t *testing.T) {
 	m := Build(&Session{ID: "x", Log: promptLog(t)})
 	var kinds []string
-	for _, it := range m.Items {
+	for _, it := range m.Fill(m.Items) {
 		if it.Kind == ItemPrompt {
 			kinds = append(kinds, it.Prompt.Kind)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 //go:embed assets
@@ -74,7 +76,9 @@ type entry struct {
 	path  string
 	size  int64
 	mod   time.Time
+	ready chan struct{} // closed when model or err is set
 	model *Model
+	err   error
 }
 
 // New returns a server for the sessions o names.
@@ -198,6 +202,18 @@ func (s *Server) model(name string) (*Model, error) {
 }
 
 func (s *Server) modelAt(name, path string) (*Model, error) {
+	e, err := s.entryFor(name, path)
+	if err != nil {
+		return nil, err
+	}
+	<-e.ready
+	return e.model, e.err
+}
+
+// entryFor returns the cache entry of the file as it is now, starting its
+// load when there is none: one load per version of a file, however many
+// requests want it.
+func (s *Server) entryFor(name, path string) (*entry, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -205,16 +221,73 @@ func (s *Server) modelAt(name, path string) (*Model, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.cache[name]; e != nil && e.path == path && e.size == st.Size() && e.mod.Equal(st.ModTime()) {
-		return e.model, nil
+		return e, nil
 	}
-	sess, err := Load(path)
+	e := &entry{path: path, size: st.Size(), mod: st.ModTime(), ready: make(chan struct{})}
+	s.cache[name] = e
+	go func() {
+		defer close(e.ready)
+		sess, err := Load(path)
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.model = Build(sess)
+		e.model.Summary.Name = name
+	}()
+	return e, nil
+}
+
+// firstScreen returns the model to render a trajectory's first page from:
+// the whole session when it is loaded, else, while it loads, a model of
+// the file's first bytes holding at least want items (a log prefix is a
+// log: jsonl drops the cut line as a torn tail). partial reports the
+// latter.
+func (s *Server) firstScreen(name string, want int) (m *Model, partial bool, err error) {
+	all, _ := s.names()
+	path, ok := all[name]
+	if !ok {
+		return nil, false, fmt.Errorf("%w %q", errNoSession, name)
+	}
+	e, err := s.entryFor(name, path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	m := Build(sess)
-	m.Summary.Name = name
-	s.cache[name] = &entry{path: path, size: st.Size(), mod: st.ModTime(), model: m}
-	return m, nil
+	select {
+	case <-e.ready:
+		return e.model, false, e.err
+	default:
+	}
+	if m := prefixModel(path, e.size, want); m != nil {
+		m.Summary.Name = name
+		return m, true, nil
+	}
+	<-e.ready
+	return e.model, false, e.err
+}
+
+// prefixModel builds a model of the first bytes of a session file, reading
+// more until it holds more than want items; nil when that takes most of
+// the file.
+func prefixModel(path string, size int64, want int) *Model {
+	for n := int64(1 << 20); n < size/2; n *= 4 {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil
+		}
+		ld, err := jsonl.Read(io.LimitReader(f, n))
+		f.Close()
+		if err != nil {
+			return nil
+		}
+		m := Build(&Session{ID: ld.Header.ID, Path: path, Log: ld.Log})
+		// A compaction cut off by the prefix is not open: leave it out.
+		m.Items = slices.DeleteFunc(m.Items, func(it Item) bool { return it.Kind == ItemCompaction && it.Compaction.End == 0 })
+		if len(m.Items) > want {
+			return m
+		}
+	}
+	return nil
 }
 
 func (s *Server) fail(w http.ResponseWriter, err error) {
@@ -253,6 +326,15 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// summary is the model's summary with the meter's total.
+func (m *Model) summary() Summary {
+	out := m.Summary
+	if t := m.Tokens(); t != nil {
+		out.Tokens = t.TotalTokens
+	}
+	return out
+}
+
 // summaries lists every session; a file that does not load is listed with
 // its error.
 func (s *Server) summaries() []Summary {
@@ -264,7 +346,7 @@ func (s *Server) summaries() []Summary {
 			out = append(out, Summary{Name: n, Error: err.Error()})
 			continue
 		}
-		out = append(out, m.Summary)
+		out = append(out, m.summary())
 	}
 	return out
 }
@@ -283,7 +365,7 @@ func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, m.Summary)
+	writeJSON(w, m.summary())
 }
 
 // page returns the items from seq from on, at most limit of them, and the
@@ -320,23 +402,32 @@ type trajectoryData struct {
 	Model   *Model
 	Items   []Item
 	Next    int64
-	LastSeq int64
+	Partial bool // the page was rendered while the whole log was still loading
 }
 
 func (s *Server) trajectory(w http.ResponseWriter, r *http.Request, tmpl string) {
 	name := r.PathValue("name")
-	m, err := s.model(name)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
 	from, limit, err := pageArgs(r)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	var (
+		m       *Model
+		partial bool
+	)
+	if tmpl == "trajectory.html" && from == 0 {
+		m, partial, err = s.firstScreen(name, limit)
+	} else {
+		m, err = s.model(name)
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	items, next := page(m.Items, from, limit)
-	s.render(w, tmpl, trajectoryData{Title: name, Name: name, Model: m, Items: items, Next: next, LastSeq: m.Session.Log.NextSeq() - 1})
+	items = m.Fill(items)
+	s.render(w, tmpl, trajectoryData{Title: name, Name: name, Model: m, Items: items, Next: next, Partial: partial})
 }
 
 func (s *Server) trajectoryPage(w http.ResponseWriter, r *http.Request) {
@@ -359,6 +450,7 @@ func (s *Server) apiItems(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	items, next := page(m.Items, from, limit)
+	items = m.Fill(items)
 	writeJSON(w, map[string]any{"items": items, "next": next, "events": m.Summary.Events})
 }
 
@@ -396,7 +488,7 @@ func (s *Server) shadowedFragment(w http.ResponseWriter, r *http.Request) {
 			items = append(items, m.Items[j])
 		}
 	}
-	s.render(w, "items", trajectoryData{Name: name, Model: m, Items: items, Next: -1})
+	s.render(w, "items", trajectoryData{Name: name, Model: m, Items: m.Fill(items), Next: -1})
 }
 
 type requestData struct {

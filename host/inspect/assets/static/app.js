@@ -88,7 +88,10 @@
 
     const state = document.getElementById("live-state");
     const es = new EventSource(page.dataset.live);
-    es.addEventListener("hello", function () { state.textContent = "live"; });
+    es.addEventListener("hello", function (ev) {
+      state.textContent = "live";
+      document.getElementById("events").textContent = String(JSON.parse(ev.data).events);
+    });
     es.addEventListener("grow", function (ev) {
       const n = JSON.parse(ev.data).events;
       document.getElementById("events").textContent = String(n);
