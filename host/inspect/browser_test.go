@@ -267,3 +267,27 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	waitFor(t, ctx, `document.getElementById("items").innerText.includes("second answer")`)
 	require.Equal(t, 1.0, eval[float64](t, ctx, `Array.from(document.querySelectorAll("h2.turn")).filter(h => h.textContent === "Turn 7").length`), "each item once")
 }
+
+// TestBrowserLargeSession opens a 100k-event session on a cold server:
+// the first page shows, scrolling loads the next ones. It logs the
+// browser's own navigation timings (a report, not an assertion: speed is
+// measured by the benchmarks).
+func TestBrowserLargeSession(t *testing.T) {
+	ctx, _ := browser(t)
+	path := bigSession(t, t.TempDir(), 100_000)
+	srv := serveHTTP(t, Options{Files: []string{path}})
+
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/"), chromedp.WaitVisible(chromedp.CSS("#items")))
+	type timing struct{ Response, DOMContentLoaded, FirstContentfulPaint float64 }
+	tm := eval[timing](t, ctx, `(() => {
+		const n = performance.getEntriesByType("navigation")[0];
+		const p = performance.getEntriesByName("first-contentful-paint")[0];
+		return {Response: n.responseEnd, DOMContentLoaded: n.domContentLoadedEventEnd, FirstContentfulPaint: p ? p.startTime : -1};
+	})()`)
+	t.Logf("100k-event session, cold server: response end %.0f ms, DOMContentLoaded %.0f ms, first contentful paint %.0f ms",
+		tm.Response, tm.DOMContentLoaded, tm.FirstContentfulPaint)
+	require.Equal(t, float64(PageSize), eval[float64](t, ctx, `document.querySelectorAll("#items > .it").length`))
+	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("#items > .more").scrollIntoView()`))
+	waitFor(t, ctx, `document.querySelectorAll("#items > .it").length >= 2 * `+itoa(PageSize))
+	waitFor(t, ctx, `document.getElementById("events").textContent === "100000" || Number(document.getElementById("events").textContent) >= 100000`)
+}
