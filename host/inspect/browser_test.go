@@ -205,6 +205,10 @@ func TestBrowserDemo(t *testing.T) {
 	within(t, ctx, chromedp.MouseClickXY(p.X, p.Y))
 	waitFor(t, ctx, `location.search === "?n=3" && document.querySelector("h1") && document.querySelector("h1").textContent === "Request 3 of 7"`)
 
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/tokens?scale=data"), chromedp.WaitVisible(chromedp.ID("chart")))
+	require.Equal(t, 7.0, eval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
+	screenshot(t, ctx, "tokens-data.png")
+
 	require.Zero(t, dialogs.Load())
 }
 
