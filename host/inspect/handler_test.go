@@ -212,6 +212,13 @@ func TestRequestPageAndAPI(t *testing.T) {
 	// A request named by the seq of its header lands on its settlement.
 	page := ok(t, s, "/s/demo.jsonl/requests?at=24")
 	require.Contains(t, page, "Request 4 of 7")
+	// A compaction's summarization request, by its plugin/call seq.
+	page = ok(t, s, "/s/demo.jsonl/requests?at=43")
+	require.Contains(t, page, "Summarization request (plugin/call at seq 43)")
+	require.Contains(t, page, "You are now the context compaction engine")
+	require.Equal(t, wire(t, path, 43), ok(t, s, "/api/s/demo.jsonl/calls/43/body"))
+	require.Equal(t, http.StatusNotFound, get(t, s, "GET", "/api/s/demo.jsonl/calls/42/body").StatusCode)
+	require.Contains(t, ok(t, s, "/s/demo.jsonl/"), `<a href="/s/demo.jsonl/requests?at=43">summarization request (seq 43)</a>`)
 	page = ok(t, s, "/s/demo.jsonl/requests?n=4")
 	require.Contains(t, page, "Diff against request 3 (seq 17)")
 	require.Contains(t, page, "Answer like a pirate.")
@@ -337,7 +344,12 @@ func TestHostAndToken(t *testing.T) {
 func TestHostileContentIsEscaped(t *testing.T) {
 	dir := t.TempDir()
 	hostileSession(t, dir)
+	copyDemo(t, dir, `x"><img src=x onerror=alert(1)>?#.jsonl`)
 	s := newServer(t, Options{Dir: dir})
+	list := ok(t, s, "/")
+	require.Contains(t, list, `<a href="/s/x%22%3E%3Cimg%20src=x%20onerror=alert%281%29%3E%3F%23.jsonl/">x&#34;&gt;&lt;img src=x onerror=alert(1)&gt;?#.jsonl</a>`,
+		"a hostile file name is escaped in the link and the text")
+	ok(t, s, "/s/x%22%3E%3Cimg%20src=x%20onerror=alert%281%29%3E%3F%23.jsonl/")
 	pages := map[string]string{}
 	for _, target := range []string{"/", "/s/hostile.jsonl/", "/s/hostile.jsonl/items?from=0", "/s/hostile.jsonl/requests?n=1",
 		"/s/hostile.jsonl/requests?n=2", "/s/hostile.jsonl/tokens", "/s/hostile.jsonl/shadowed?c=cmp-a2c90071fe73c49c"} {

@@ -27,6 +27,8 @@ type Request struct {
 	Tokens *host.Measurement `json:"tokens,omitzero"`
 	Usage  *surface.Usage    `json:"usage,omitzero"`
 	Failed bool              `json:"failed,omitzero"`
+	// Call marks a plugin\'s model call (Seq is its plugin/call event).
+	Call bool `json:"pluginCall,omitzero"`
 }
 
 // Body rebuilds the wire body of the request settled (or named) at seq:
@@ -78,6 +80,16 @@ func (m *Model) Request(index int) (*Request, error) {
 		r.Usage = d.Usage
 	}
 	return r, nil
+}
+
+// Call builds the requests page's view of a model call a plugin caused
+// (a compaction's summarization), named by its plugin/call seq.
+func (m *Model) Call(seq int64) (*Request, error) {
+	body, err := Body(m.Session, seq)
+	if err != nil {
+		return nil, fmt.Errorf("the plugin call at seq %d cannot be rebuilt: %w", seq, err)
+	}
+	return &Request{Seq: seq, Count: len(m.Requests), Body: string(body), Pretty: pretty(body), Call: true}, nil
 }
 
 // IndexOf returns the 1-based index of the request whose settlement is at

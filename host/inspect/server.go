@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/surface/jsonl"
 )
 
@@ -106,6 +107,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/s/{name}/compactions", s.apiCompactions)
 	s.mux.HandleFunc("GET /api/s/{name}/requests/{n}", s.apiRequest)
 	s.mux.HandleFunc("GET /api/s/{name}/requests/{n}/body", s.apiBody)
+	s.mux.HandleFunc("GET /api/s/{name}/calls/{seq}/body", s.apiCallBody)
 	s.mux.HandleFunc("GET /api/s/{name}/tokens", s.apiTokens)
 	return s, nil
 }
@@ -512,6 +514,14 @@ func (s *Server) requestArg(w http.ResponseWriter, r *http.Request, arg string) 
 			s.fail(w, fmt.Errorf("%w: at=%q is not a seq", errBadRequest, v))
 			return nil, nil, false
 		}
+		if e, ok := m.Session.Log.Event(seq); ok && e.Type == host.TypePluginCall {
+			req, err := m.Call(seq)
+			if err != nil {
+				s.fail(w, fmt.Errorf("%w: %v", errNotFound, err))
+				return nil, nil, false
+			}
+			return m, req, true
+		}
 		n = m.IndexOf(seq)
 	} else {
 		if arg == "" {
@@ -540,7 +550,11 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	s.render(w, "request.html", requestData{Title: name + " · request " + strconv.Itoa(req.Index), Name: name, Model: m, Req: req})
+	title := name + " · request " + strconv.Itoa(req.Index)
+	if req.Call {
+		title = name + " · plugin call at seq " + strconv.FormatInt(req.Seq, 10)
+	}
+	s.render(w, "request.html", requestData{Title: title, Name: name, Model: m, Req: req})
 }
 
 func (s *Server) apiRequest(w http.ResponseWriter, r *http.Request) {
@@ -556,6 +570,32 @@ func (s *Server) apiBody(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(req.Body + "\n"))
 	}
+}
+
+// apiCallBody serves the exact wire body of a plugin's model call, named
+// by its plugin/call seq, as host request --at prints it.
+func (s *Server) apiCallBody(w http.ResponseWriter, r *http.Request) {
+	m, err := s.model(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		s.fail(w, fmt.Errorf("%w: %q is not a seq", errBadRequest, r.PathValue("seq")))
+		return
+	}
+	if e, ok := m.Session.Log.Event(seq); !ok || e.Type != host.TypePluginCall {
+		s.fail(w, fmt.Errorf("%w: seq %d is not a plugin/call event", errNotFound, seq))
+		return
+	}
+	req, err := m.Call(seq)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(req.Body + "\n"))
 }
 
 type tokensData struct {
