@@ -161,6 +161,9 @@ func (m *Model) Fill(items []Item) []Item {
 				b := msg.Content[0]
 				it.CallID, it.IsError, it.Text = b.ToolCallID, b.IsError, surface.TextOf(b.Content)
 				it.ToolName = m.callNames[b.ToolCallID]
+				if it.ToolName == "" {
+					it.ToolName = m.callName(it.Seq, b.ToolCallID)
+				}
 			}
 			e, _ := l.Event(it.Seq)
 			var d struct {
@@ -180,6 +183,28 @@ func (m *Model) Fill(items []Item) []Item {
 		}
 	}
 	return out
+}
+
+// callName finds the name of a tool call no tool/call event recorded (a
+// call that never started) in the assistant message before the result.
+func (m *Model) callName(seq int64, id string) string {
+	l := m.Session.Log
+	for s := seq - 1; s >= 0 && s >= seq-1000; s-- {
+		e, _ := l.Event(s)
+		if e.Type != surface.TypeAssistantMessage {
+			continue
+		}
+		msg, _ := l.Message(s)
+		if msg == nil {
+			continue
+		}
+		for _, b := range msg.Content {
+			if b.Type == surface.BlockToolCall && b.ID == id {
+				return b.Name
+			}
+		}
+	}
+	return ""
 }
 
 // Tokens is the meter's measurement of the session's current surface,
@@ -304,7 +329,22 @@ func Build(s *Session) *Model {
 			}
 			it.Kind, it.Failure = ItemFailure, &f
 		case surface.TypeLLMRetry:
+			var d struct {
+				Retry   int64             `json:"retry"`
+				WaitMs  int64             `json:"waitMs"`
+				Failure surface.CallError `json:"failure"`
+				Note    string            `json:"note"`
+			}
 			it.Kind, it.Note = ItemRetry, compactJSON(e.Data)
+			if json.Unmarshal(e.Data, &d) == nil && d.Retry > 0 {
+				it.Note = fmt.Sprintf("retry %d after %d ms: %s", d.Retry, d.WaitMs, d.Failure.Message)
+				if d.Failure.Code != "" {
+					it.Note += " (" + d.Failure.Code + ")"
+				}
+				if d.Note != "" {
+					it.Note += "; " + d.Note
+				}
+			}
 		case host.TypePluginCall:
 			var d struct {
 				ID     string `json:"compactionId"`
