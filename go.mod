@@ -3,6 +3,8 @@ module github.com/weirhost/weir
 go 1.26.8
 
 require (
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/knadh/koanf/parsers/yaml v1.1.1

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/weirhost/weir/host"
+	winspect "github.com/weirhost/weir/host/inspect"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -55,9 +56,10 @@ type nodeJSON struct {
 type promptJSON struct {
 	Seq      int64  `json:"seq"`
 	Op       string `json:"op"`
+	Kind     string `json:"kind"` // set, changed (node 0), updated (in-history append), emptied, replaced
 	Replaces int64  `json:"replaces,omitzero"`
 	Text     string `json:"text"`
-	Diff     string `json:"diff,omitzero"`
+	Diff     string `json:"diff,omitzero"` // against the prompt in effect before the change
 }
 
 type compactionJSON struct {
@@ -122,23 +124,20 @@ func inspect(s *loaded) inspectJSON {
 		out.Surface = append(out.Surface, nodeJSON{Node: i, Seq: n.Seq, Type: n.Type, Role: n.Role, Tokens: price[n.Seq],
 			Empty: n.Empty, Preview: previewOf(m, 60)})
 	}
-	prev := ""
+	prompts := winspect.NewPromptTracker()
 	byID := map[string]*compactionJSON{}
 	var order []string
 	for _, e := range l.Events() {
-		switch e.Type {
-		case surface.TypeSystemMessage:
-			m, _ := l.Message(e.Seq)
-			text := surface.TextOf(m.Content)
-			p := promptJSON{Seq: e.Seq, Op: "append", Text: text}
+		m, _ := l.Message(e.Seq)
+		if pe, ok := prompts.Observe(e, m); ok {
+			p := promptJSON{Seq: e.Seq, Op: "append", Kind: pe.Kind, Text: pe.Text, Diff: pe.Diff}
 			if e.Op.Kind == surface.OpReplace {
 				p.Op, p.Replaces = "replace", e.Op.Start
 			}
-			if len(out.Prompts) > 0 {
-				p.Diff = lineDiff(prev, text)
-			}
-			prev = text
 			out.Prompts = append(out.Prompts, p)
+			continue
+		}
+		switch e.Type {
 		case surface.TypeCompactionStart, surface.TypeCompactionSummary, surface.TypeCompactionEnd:
 			var d struct {
 				ID           string  `json:"compactionId"`
@@ -208,35 +207,6 @@ func inspect(s *loaded) inspectJSON {
 	return out
 }
 
-// lineDiff is a small line diff: lines only in a, then lines only in b.
-func lineDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	inB := map[string]int{}
-	for _, x := range bl {
-		inB[x]++
-	}
-	inA := map[string]int{}
-	for _, x := range al {
-		inA[x]++
-	}
-	var out []string
-	for _, x := range al {
-		if inB[x] == 0 {
-			out = append(out, "- "+x)
-		} else {
-			inB[x]--
-		}
-	}
-	for _, x := range bl {
-		if inA[x] == 0 {
-			out = append(out, "+ "+x)
-		} else {
-			inA[x]--
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 func printInspect(w io.Writer, out inspectJSON) {
 	fmt.Fprintf(w, "session %s: %d events, %d surface nodes, replaceGeneration %d, contentGeneration %d\n",
 		termLine(out.Session), out.Events, len(out.Surface), out.ReplaceGeneration, out.ContentGeneration)
@@ -250,9 +220,9 @@ func printInspect(w io.Writer, out inspectJSON) {
 	}
 	fmt.Fprintf(w, "\nPrompt versions (%d)\n", len(out.Prompts))
 	for i, p := range out.Prompts {
-		how := "appended"
+		how := winspect.PromptEvent{Kind: p.Kind, Text: p.Text}.Label()
 		if p.Op == "replace" {
-			how = fmt.Sprintf("replaced seq %d", p.Replaces)
+			how += fmt.Sprintf(", seq %d → %d", p.Replaces, p.Seq)
 		}
 		fmt.Fprintf(w, "  v%d  seq %d, %s, %d chars\n", i+1, p.Seq, how, len(p.Text))
 		if p.Diff != "" {

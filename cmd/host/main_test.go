@@ -174,7 +174,7 @@ func TestDemoCompletesAndItsSessionReplays(t *testing.T) {
 	file := filepath.Join(dir, "demo.jsonl")
 	r := runHost(t, dir, "", "demo", "--out", file)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "prompt changed: node 0 replaced")
+	require.Contains(t, r.stdout, "prompt changed (node 0 replaced: seq 2 → 22, 156 chars)")
 	require.Contains(t, r.stdout, "→ list_files")
 	require.Contains(t, r.stdout, "← embed/ offline/ prompt-plugin/ pruner/ sessions/", "the scripted tool call succeeds")
 	require.Contains(t, r.stdout, "Session file: "+file)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/weirhost/weir/host"
+	winspect "github.com/weirhost/weir/host/inspect"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
 )
@@ -26,16 +27,26 @@ type printer struct {
 	compactors []string
 	bracket    string // the open compaction bracket's id, "" when none
 	by         string // the plugin whose checkpoint the open bracket holds
+	// prompts classifies system/message events (node 0 replaced, appended
+	// in history, ...); watch seeds it with the events already logged.
+	prompts *winspect.PromptTracker
 }
 
-func newPrinter(w io.Writer) *printer { return &printer{w: w, callIdx: -1} }
+func newPrinter(w io.Writer) *printer {
+	return &printer{w: w, callIdx: -1, prompts: winspect.NewPromptTracker()}
+}
 
-// watch makes p show the committed events of l, and name the compaction
-// plugins whose work it shows.
+// watch prints l's events from now on and names the compaction plugins
+// whose work it shows; the events already in l (a resumed session) only
+// teach the printer which system nodes are on the surface.
 func (p *printer) watch(l *surface.Log, compactors []host.CompactionProvider) {
 	p.log = l
 	for _, c := range compactors {
 		p.compactors = append(p.compactors, c.ID())
+	}
+	for _, e := range l.Events() {
+		m, _ := l.Message(e.Seq)
+		p.prompts.Observe(e, m)
 	}
 	l.Observe(p.event)
 }
@@ -84,6 +95,9 @@ func (p *printer) finish() { p.endLine() }
 
 // event prints what a person should see of a committed event.
 func (p *printer) event(e surface.Event) {
+	if e.Type != surface.TypeSystemMessage {
+		p.prompts.Observe(e, nil) // the tracker needs only system messages' text
+	}
 	switch e.Type {
 	case surface.TypeToolResult:
 		if e.Op.Kind == surface.OpReplace {
@@ -110,14 +124,23 @@ func (p *printer) event(e surface.Event) {
 		if json.Unmarshal(e.Data, &d) != nil {
 			return
 		}
-		text := surface.TextOf(d.Message.Content)
-		switch {
-		case e.Op.Kind == surface.OpAppend && text == "":
-			fmt.Fprintf(p.w, "· system prompt: (empty; node 0 reserved)\n")
-		case e.Op.Kind == surface.OpAppend:
-			fmt.Fprintf(p.w, "· system prompt set (%d chars)\n", len(text))
+		pe, _ := p.prompts.Observe(e, &d.Message)
+		text := pe.Text
+		switch pe.Kind {
+		case winspect.PromptSet:
+			if text == "" {
+				fmt.Fprintf(p.w, "· system prompt: (empty; node 0 reserved)\n")
+			} else {
+				fmt.Fprintf(p.w, "· system prompt set (%d chars)\n", len(text))
+			}
+		case winspect.PromptChanged:
+			fmt.Fprintf(p.w, "· prompt changed (node 0 replaced: seq %d → %d, %d chars)\n", e.Op.Start, e.Seq, len(text))
+		case winspect.PromptUpdated:
+			fmt.Fprintf(p.w, "· prompt updated (appended in history: seq %d, %d chars)\n", e.Seq, len(text))
+		case winspect.PromptEmptied:
+			fmt.Fprintf(p.w, "· earlier prompt update emptied (seq %d → %d)\n", e.Op.Start, e.Seq)
 		default:
-			fmt.Fprintf(p.w, "· prompt changed: node 0 replaced (seq %d → %d, %d chars)\n", e.Op.Start, e.Seq, len(text))
+			fmt.Fprintf(p.w, "· system node replaced (seq %d → %d, %d chars)\n", e.Op.Start, e.Seq, len(text))
 		}
 	case surface.TypeUserMessage:
 		if e.Op.Kind != surface.OpReplace {

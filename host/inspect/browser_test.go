@@ -1,0 +1,297 @@
+package inspect
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// The browser tests drive headless Chromium (Debian's chromium package)
+// with chromedp. Without Chromium they skip, except under CI=true, where
+// they fail. Screenshots go to $WEIR_SCREENSHOTS when set, else to the
+// test's temporary folder.
+
+// browser starts a headless Chromium for one test and returns its tab and
+// a counter of JavaScript dialogs it opened (each one dismissed).
+func browser(t *testing.T) (context.Context, *atomic.Int32) {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("Chromium is not installed, and CI=true requires the browser tests: install Debian's chromium package (apt-get install -y chromium)")
+		}
+		t.Skip("Chromium is not installed (Debian: apt-get install -y chromium); the browser tests are skipped")
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1100, 820),
+	)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	require.NoError(t, chromedp.Do(ctx), "starting Chromium at %s", path)
+	dialogs := new(atomic.Int32)
+	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*cdppage.EventJavascriptDialogOpening); ok {
+			dialogs.Add(1)
+			go func() {
+				_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+					_, err := cdp.Call(ctx, t, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: false})
+					return err
+				}))
+			}()
+		}
+	}))
+	return ctx, dialogs
+}
+
+// within runs steps with a deadline, so a page that never gets there fails
+// the test instead of hanging it.
+func within(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, chromedp.Do(c, steps...))
+}
+
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, chromedp.Evaluate[T](expr))
+	require.NoError(t, err, expr)
+	return v
+}
+
+// waitFor polls a JavaScript condition until it holds; evaluation errors
+// (a navigation replacing the document) count as "not yet".
+func waitFor(t *testing.T, ctx context.Context, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ok, err := chromedp.Run(c, chromedp.Evaluate[bool]("!!("+cond+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("waiting for %s: still false after 30s (last error: %v)", cond, last)
+}
+
+// screenshot saves the viewport as a PNG test artefact.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("WEIR_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(c, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(png), "\x89PNG"), "a PNG")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
+	t.Logf("screenshot %s", filepath.Join(dir, name))
+}
+
+// serveHTTP serves an inspector on loopback until the test ends; call it
+// after browser, so the live streams end before the browser closes.
+func serveHTTP(t *testing.T, o Options) *httptest.Server {
+	s := newServer(t, o)
+	srv := httptest.NewServer(s)
+	t.Cleanup(func() {
+		s.Close()
+		srv.Close()
+	})
+	return srv
+}
+
+func TestBrowserDemo(t *testing.T) {
+	ctx, dialogs := browser(t)
+	path := demoPath(t)
+	srv := serveHTTP(t, Options{Files: []string{path}})
+
+	// Sessions.
+	within(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
+	require.Equal(t, "session-demo-1", eval[string](t, ctx, `document.querySelector("table.sessions tbody tr td:nth-child(2)").textContent`))
+	screenshot(t, ctx, "sessions.png")
+
+	// Trajectory: the node 0 replacement is a collapsed card, never a bubble.
+	within(t, ctx, chromedp.Click(chromedp.CSS(`a[href="/s/demo.jsonl/"]`)), chromedp.WaitVisible(chromedp.CSS("#items")))
+	waitFor(t, ctx, `document.getElementById("live-state").textContent === "live"`)
+	card := `document.querySelector("details.card.prompt.p-changed")`
+	require.True(t, eval[bool](t, ctx, card+` !== null`))
+	require.False(t, eval[bool](t, ctx, card+`.open`), "the prompt-change card starts collapsed")
+	require.Nil(t, eval[any](t, ctx, card+`.closest(".bubble")`))
+	require.False(t, eval[bool](t, ctx, card+`.classList.contains("bubble")`))
+	require.Equal(t, "prompt changed (node 0 replaced)", eval[string](t, ctx, card+`.querySelector("summary .label").textContent`))
+	require.Zero(t, eval[float64](t, ctx, card+`.querySelector("pre.prompt-text").checkVisibility() ? 1 : 0`), "the full text is hidden")
+	require.Zero(t, eval[float64](t, ctx, `Array.from(document.querySelectorAll(".bubble")).filter(b => b.textContent.includes("Answer like a pirate")).length`),
+		"the prompt text is in no bubble")
+	require.Equal(t, 5.0, eval[float64](t, ctx, `document.querySelectorAll(".bubble.user").length`), "one per turn")
+	screenshot(t, ctx, "trajectory.png")
+
+	within(t, ctx, chromedp.Click(chromedp.CSS(`details.p-changed > summary`)))
+	require.True(t, eval[bool](t, ctx, card+`.open`))
+	require.Contains(t, eval[string](t, ctx, card+`.querySelector("pre.prompt-text").innerText`), "Answer like a pirate.")
+	require.Contains(t, eval[string](t, ctx, card+`.querySelector("pre.diff").innerText`), "+ Answer like a pirate.")
+	within(t, ctx, chromedp.Evaluate[chromedp.Void](card+`.scrollIntoView()`))
+	screenshot(t, ctx, "prompt-card.png")
+
+	// The compaction card: its shadowed messages load when expanded.
+	within(t, ctx, chromedp.Click(chromedp.CSS(`details.compaction > summary`)), chromedp.Click(chromedp.CSS(`details.shadowed > summary`)))
+	waitFor(t, ctx, `document.querySelectorAll("details.shadowed .slot .it").length === 11`)
+	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.compaction").scrollIntoView()`))
+	screenshot(t, ctx, "compaction.png")
+
+	// A request: its raw text is what host request --at prints.
+	within(t, ctx, chromedp.Click(chromedp.CSS(`a.req[href$="requests?n=4"]`)), chromedp.WaitVisible(chromedp.CSS("#pretty")))
+	require.Equal(t, "Request 4 of 7", eval[string](t, ctx, `document.querySelector("h1").textContent`))
+	want := wire(t, path, 25)
+	require.Equal(t, pretty([]byte(strings.TrimSuffix(want, "\n"))), eval[string](t, ctx, `document.getElementById("pretty").textContent`))
+	within(t, ctx, chromedp.Click(chromedp.ID("toggle-raw")), chromedp.WaitVisible(chromedp.ID("raw")))
+	require.Equal(t, strings.TrimSuffix(want, "\n"), eval[string](t, ctx, `document.getElementById("raw").innerText`))
+	require.True(t, eval[bool](t, ctx, `document.getElementById("pretty").hidden`))
+	within(t, ctx, chromedp.Click(chromedp.ID("toggle-raw")))
+	screenshot(t, ctx, "request.png")
+
+	// Tokens: the chart is drawn; a point opens its request.
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/tokens"), chromedp.WaitVisible(chromedp.ID("chart")))
+	require.Equal(t, 7.0, eval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
+	require.Greater(t, eval[float64](t, ctx, `document.querySelector("#chart polyline.meter").getTotalLength()`), 100.0)
+	for _, sel := range []string{"line.window", "line.threshold", "line.mark.compaction", "line.mark.prompt"} {
+		require.Greater(t, eval[float64](t, ctx, `document.querySelector("#chart `+sel+`").getBoundingClientRect().width + document.querySelector("#chart `+sel+`").getBoundingClientRect().height`), 0.0, sel)
+	}
+	screenshot(t, ctx, "tokens.png")
+	type pt struct{ X, Y float64 }
+	p := eval[pt](t, ctx, `(() => { const r = document.querySelectorAll("#chart a.point circle")[2].getBoundingClientRect(); return {X: r.x + r.width/2, Y: r.y + r.height/2}; })()`)
+	within(t, ctx, chromedp.MouseClickXY(p.X, p.Y))
+	waitFor(t, ctx, `location.search === "?n=3" && document.querySelector("h1") && document.querySelector("h1").textContent === "Request 3 of 7"`)
+
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/tokens?scale=data"), chromedp.WaitVisible(chromedp.ID("chart")))
+	require.Equal(t, 7.0, eval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
+	screenshot(t, ctx, "tokens-data.png")
+
+	require.Zero(t, dialogs.Load())
+}
+
+func TestBrowserHostileLogRunsNothing(t *testing.T) {
+	ctx, dialogs := browser(t)
+	dir := t.TempDir()
+	hostileSession(t, dir)
+	srv := serveHTTP(t, Options{Dir: dir})
+
+	clean := func(where string) {
+		t.Helper()
+		require.Equal(t, "undefined", eval[string](t, ctx, `typeof window.__xss`), "%s: no payload ran", where)
+		require.NotContains(t, eval[string](t, ctx, `document.title`), "pwned", where)
+		require.Zero(t, eval[float64](t, ctx, `document.querySelectorAll("main img, main iframe, main script, main style, #items svg, main a[href^='javascript:']").length`),
+			"%s: no element came from the log", where)
+		require.Zero(t, dialogs.Load(), "%s: no dialog opened", where)
+	}
+	within(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
+	clean("sessions")
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/hostile.jsonl/"), chromedp.WaitVisible(chromedp.CSS("#items")))
+	// Open every card, the compaction's shadowed messages too.
+	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details").forEach(d => d.open = true)`))
+	waitFor(t, ctx, `document.querySelectorAll("details.shadowed .slot .it").length === 11`)
+	time.Sleep(200 * time.Millisecond) // give any injected handler its chance
+	text := eval[string](t, ctx, `document.getElementById("items").innerText`)
+	require.Contains(t, text, xssUser, "the payload is shown as text")
+	require.Contains(t, text, "invoice<U+202E>fdp.exe", "the bidi override is shown, not obeyed")
+	require.Contains(t, text, xssTool)
+	require.Contains(t, text, xssPlugin)
+	require.Contains(t, text, xssFailure)
+	require.Contains(t, text, xssPrompt)
+	clean("trajectory")
+	screenshot(t, ctx, "hostile-trajectory.png")
+	for _, target := range []string{"/s/hostile.jsonl/requests?n=1", "/s/hostile.jsonl/tokens"} {
+		within(t, ctx, chromedp.Navigate(srv.URL+target), chromedp.WaitVisible(chromedp.CSS("main")))
+		within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details").forEach(d => d.open = true)`))
+		time.Sleep(100 * time.Millisecond)
+		clean(target)
+	}
+	require.Contains(t, eval[string](t, ctx, `document.body.innerText`), "request")
+}
+
+func TestBrowserLiveUpdate(t *testing.T) {
+	ctx, _ := browser(t)
+	dir := t.TempDir()
+	path := copyDemo(t, dir, "live.jsonl")
+	srv := serveHTTP(t, Options{Dir: dir, Poll: 20 * time.Millisecond})
+
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/live.jsonl/"), chromedp.WaitVisible(chromedp.CSS("#items")))
+	waitFor(t, ctx, `document.getElementById("live-state").textContent === "live"`)
+	within(t, ctx, chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
+
+	appendTurn(t, path, "a question while the page is open", "an answer that arrives live")
+	waitFor(t, ctx, `document.getElementById("items").innerText.includes("an answer that arrives live")`)
+	require.Equal(t, "57", eval[string](t, ctx, `document.getElementById("events").textContent`))
+	require.True(t, eval[bool](t, ctx, `window.__sameDocument === true`), "the page was updated, not reloaded")
+	require.Equal(t, 1.0, eval[float64](t, ctx, `Array.from(document.querySelectorAll(".bubble.user")).filter(b => b.textContent.includes("a question while the page is open")).length`))
+
+	appendTurn(t, path, "and a second one", "second answer")
+	waitFor(t, ctx, `document.getElementById("items").innerText.includes("second answer")`)
+	require.Equal(t, 1.0, eval[float64](t, ctx, `Array.from(document.querySelectorAll("h2.turn")).filter(h => h.textContent === "Turn 7").length`), "each item once")
+}
+
+// TestBrowserLargeSession opens a 100k-event session on a cold server:
+// the first page shows, scrolling loads the next ones. It logs the
+// browser's own navigation timings (a report, not an assertion: speed is
+// measured by the benchmarks).
+func TestBrowserLargeSession(t *testing.T) {
+	ctx, _ := browser(t)
+	path := bigSession(t, t.TempDir(), 100_000)
+	srv := serveHTTP(t, Options{Files: []string{path}})
+
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/"), chromedp.WaitVisible(chromedp.CSS("#items")))
+	type timing struct{ Response, DOMContentLoaded, FirstContentfulPaint float64 }
+	tm := eval[timing](t, ctx, `(() => {
+		const n = performance.getEntriesByType("navigation")[0];
+		const p = performance.getEntriesByName("first-contentful-paint")[0];
+		return {Response: n.responseEnd, DOMContentLoaded: n.domContentLoadedEventEnd, FirstContentfulPaint: p ? p.startTime : -1};
+	})()`)
+	t.Logf("100k-event session, cold server: response end %.0f ms, DOMContentLoaded %.0f ms, first contentful paint %.0f ms",
+		tm.Response, tm.DOMContentLoaded, tm.FirstContentfulPaint)
+	require.Equal(t, float64(PageSize), eval[float64](t, ctx, `document.querySelectorAll("#items > .it").length`))
+	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("#items > .more").scrollIntoView()`))
+	waitFor(t, ctx, `document.querySelectorAll("#items > .it").length >= 2 * `+itoa(PageSize))
+	waitFor(t, ctx, `document.getElementById("events").textContent === "100000" || Number(document.getElementById("events").textContent) >= 100000`)
+}

@@ -1,0 +1,105 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/surface"
+)
+
+// Request is one dispatched attempt as the requests page shows it.
+type Request struct {
+	Index int   `json:"request"` // 1-based
+	Seq   int64 `json:"seq"`     // the settlement (what host request --at takes)
+	Count int   `json:"requests"`
+	// Body is the exact wire body, as host request --at prints it (without
+	// its trailing newline); Pretty is the same JSON indented.
+	Body   string `json:"body"`
+	Pretty string `json:"pretty"`
+	// Prev is the previous request's settlement seq (0 for the first) and
+	// Diff a line diff of the pretty bodies.
+	Prev   int64             `json:"prevSeq,omitzero"`
+	Diff   string            `json:"diff,omitzero"`
+	Tokens *host.Measurement `json:"tokens,omitzero"`
+	Usage  *surface.Usage    `json:"usage,omitzero"`
+	Failed bool              `json:"failed,omitzero"`
+	// Call marks a plugin\'s model call (Seq is its plugin/call event).
+	Call bool `json:"pluginCall,omitzero"`
+}
+
+// Body rebuilds the wire body of the request settled (or named) at seq:
+// host.RequestAt and llm.EncodeRequest, as host request --at does.
+func Body(s *Session, seq int64) ([]byte, error) {
+	req, err := host.RequestAt(s.Log.Events(), seq, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	return llm.EncodeRequest(req)
+}
+
+func pretty(b []byte) string {
+	v := jsontext.Value(append([]byte(nil), b...))
+	if v.Indent(jsontext.WithIndent("  ")) != nil {
+		return string(b)
+	}
+	return string(v)
+}
+
+// Request builds the requests page's view of the index-th request (1-based).
+func (m *Model) Request(index int) (*Request, error) {
+	if index < 1 || index > len(m.Requests) {
+		return nil, fmt.Errorf("request %d does not exist: the session has %d requests", index, len(m.Requests))
+	}
+	seq := m.Requests[index-1]
+	body, err := Body(m.Session, seq)
+	if err != nil {
+		return nil, fmt.Errorf("request %d (seq %d) cannot be rebuilt: %w", index, seq, err)
+	}
+	r := &Request{Index: index, Seq: seq, Count: len(m.Requests), Body: string(body), Pretty: pretty(body)}
+	if index > 1 {
+		r.Prev = m.Requests[index-2]
+		if pb, err := Body(m.Session, r.Prev); err == nil {
+			r.Diff = LineDiff(pretty(pb), r.Pretty)
+		}
+	}
+	events := m.Session.Log.Events()
+	if mt, err := newMeter(); err == nil && mt.Observe(events[:seq]) == nil {
+		if t, err := mt.Measure(context.Background(), nil); err == nil {
+			t.Nodes = nil
+			r.Tokens = t
+		}
+	}
+	e := events[seq]
+	r.Failed = e.Type == surface.TypeAssistantAttempt
+	var d surface.StepMessage
+	if json.Unmarshal(e.Data, &d) == nil {
+		r.Usage = d.Usage
+	}
+	return r, nil
+}
+
+// Call builds the requests page's view of a model call a plugin caused
+// (a compaction's summarization), named by its plugin/call seq.
+func (m *Model) Call(seq int64) (*Request, error) {
+	body, err := Body(m.Session, seq)
+	if err != nil {
+		return nil, fmt.Errorf("the plugin call at seq %d cannot be rebuilt: %w", seq, err)
+	}
+	return &Request{Seq: seq, Count: len(m.Requests), Body: string(body), Pretty: pretty(body), Call: true}, nil
+}
+
+// IndexOf returns the 1-based index of the request whose settlement is at
+// seq or that seq (a request/header or request/context) leads to; 0 when
+// none.
+func (m *Model) IndexOf(seq int64) int {
+	for i, s := range m.Requests {
+		if s >= seq {
+			return i + 1
+		}
+	}
+	return 0
+}

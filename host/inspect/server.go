@@ -1,0 +1,679 @@
+package inspect
+
+import (
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/surface/jsonl"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// PageSize is the number of trajectory items a page (and each further
+// fetch) carries.
+const PageSize = 200
+
+// CSP is the Content-Security-Policy of every response: scripts, styles
+// and connections from the inspector itself only; no inline script or
+// style, no frames, no forms, no plugins.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Options configure a Server.
+type Options struct {
+	// Files are session files to serve; Dir a folder whose *.jsonl files
+	// are served (read again on every sessions page).
+	Files []string
+	Dir   string
+	// Token, when set, is required of every request: as the "token" query
+	// parameter once (it is then kept in a cookie) or in the cookie.
+	Token string
+	// Public accepts any Host header; otherwise only loopback names are
+	// accepted (a guard against DNS rebinding).
+	Public bool
+	// Poll is how often a live page's session file is checked for growth
+	// (250ms when zero).
+	Poll time.Duration
+}
+
+// Server is the read-only web inspector. It is an http.Handler.
+type Server struct {
+	o     Options
+	mux   *http.ServeMux
+	pages *template.Template
+
+	mu    sync.Mutex
+	cache map[string]*entry
+
+	done      chan struct{} // closed by Close: live streams end
+	closeOnce sync.Once
+}
+
+// Close ends the live streams (server-sent events) the server is serving,
+// so an http.Server's Shutdown need not wait for them. The pages stay
+// served.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.done) }) }
+
+type entry struct {
+	path  string
+	size  int64
+	mod   time.Time
+	ready chan struct{} // closed when model or err is set
+	model *Model
+	err   error
+}
+
+// New returns a server for the sessions o names.
+func New(o Options) (*Server, error) {
+	if o.Poll <= 0 {
+		o.Poll = 250 * time.Millisecond
+	}
+	t, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("inspector templates: %w", err)
+	}
+	s := &Server{o: o, pages: t, cache: map[string]*entry{}, mux: http.NewServeMux(), done: make(chan struct{})}
+	static, _ := fs.Sub(assets, "assets/static")
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.mux.HandleFunc("GET /{$}", s.sessionsPage)
+	s.mux.HandleFunc("GET /s/{name}/{$}", s.trajectoryPage)
+	s.mux.HandleFunc("GET /s/{name}/items", s.itemsFragment)
+	s.mux.HandleFunc("GET /s/{name}/shadowed", s.shadowedFragment)
+	s.mux.HandleFunc("GET /s/{name}/requests", s.requestPage)
+	s.mux.HandleFunc("GET /s/{name}/tokens", s.tokensPage)
+	s.mux.HandleFunc("GET /s/{name}/live", s.live)
+	s.mux.HandleFunc("GET /api/sessions", s.apiSessions)
+	s.mux.HandleFunc("GET /api/s/{name}/summary", s.apiSummary)
+	s.mux.HandleFunc("GET /api/s/{name}/items", s.apiItems)
+	s.mux.HandleFunc("GET /api/s/{name}/compactions", s.apiCompactions)
+	s.mux.HandleFunc("GET /api/s/{name}/requests/{n}", s.apiRequest)
+	s.mux.HandleFunc("GET /api/s/{name}/requests/{n}/body", s.apiBody)
+	s.mux.HandleFunc("GET /api/s/{name}/calls/{seq}/body", s.apiCallBody)
+	s.mux.HandleFunc("GET /api/s/{name}/tokens", s.apiTokens)
+	return s, nil
+}
+
+// ServeHTTP serves GET and HEAD only, with the security headers, after
+// the host and token checks.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", CSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cache-Control", "no-store")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		http.Error(w, "the inspector is read-only: only GET and HEAD are served", http.StatusMethodNotAllowed)
+		return
+	}
+	if !s.o.Public && !loopbackHost(r.Host) {
+		http.Error(w, "the inspector answers only to a loopback host name (localhost, 127.0.0.1, [::1])", http.StatusForbidden)
+		return
+	}
+	if s.o.Token != "" {
+		if q := r.URL.Query().Get("token"); q != "" && equal(q, s.o.Token) {
+			http.SetCookie(w, &http.Cookie{Name: "weir_token", Value: s.o.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			u := *r.URL
+			v := u.Query()
+			v.Del("token")
+			u.RawQuery = v.Encode()
+			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			return
+		}
+		c, err := r.Cookie("weir_token")
+		if err != nil || !equal(c.Value, s.o.Token) {
+			http.Error(w, "a token is required: open the address printed by host serve (it carries ?token=...)", http.StatusUnauthorized)
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+func loopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// names maps a session's name in URLs to its file.
+func (s *Server) names() (map[string]string, []string) {
+	out := map[string]string{}
+	var order []string
+	add := func(p string) {
+		n := filepath.Base(p)
+		for i := 2; out[n] != ""; i++ {
+			n = fmt.Sprintf("%s~%d", filepath.Base(p), i)
+		}
+		out[n] = p
+		order = append(order, n)
+	}
+	for _, f := range s.o.Files {
+		add(f)
+	}
+	if s.o.Dir != "" {
+		ents, _ := os.ReadDir(s.o.Dir)
+		for _, e := range ents {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".jsonl") {
+				add(filepath.Join(s.o.Dir, e.Name()))
+			}
+		}
+	}
+	return out, order
+}
+
+var errNoSession = errors.New("no such session")
+
+// model returns the session's model, reading the file again when it
+// changed since it was last read.
+func (s *Server) model(name string) (*Model, error) {
+	all, _ := s.names()
+	path, ok := all[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", errNoSession, name)
+	}
+	return s.modelAt(name, path)
+}
+
+func (s *Server) modelAt(name, path string) (*Model, error) {
+	e, err := s.entryFor(name, path)
+	if err != nil {
+		return nil, err
+	}
+	<-e.ready
+	return e.model, e.err
+}
+
+// entryFor returns the cache entry of the file as it is now, starting its
+// load when there is none: one load per version of a file, however many
+// requests want it.
+func (s *Server) entryFor(name, path string) (*entry, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.cache[name]; e != nil && e.path == path && e.size == st.Size() && e.mod.Equal(st.ModTime()) {
+		return e, nil
+	}
+	e := &entry{path: path, size: st.Size(), mod: st.ModTime(), ready: make(chan struct{})}
+	s.cache[name] = e
+	go func() {
+		defer close(e.ready)
+		sess, err := Load(path)
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.model = Build(sess)
+		e.model.Summary.Name = name
+	}()
+	return e, nil
+}
+
+// firstScreen returns the model to render a trajectory's first page from:
+// the whole session when it is loaded, else, while it loads, a model of
+// the file's first bytes holding at least want items (a log prefix is a
+// log: jsonl drops the cut line as a torn tail). partial reports the
+// latter.
+func (s *Server) firstScreen(name string, want int) (m *Model, partial bool, err error) {
+	all, _ := s.names()
+	path, ok := all[name]
+	if !ok {
+		return nil, false, fmt.Errorf("%w %q", errNoSession, name)
+	}
+	e, err := s.entryFor(name, path)
+	if err != nil {
+		return nil, false, err
+	}
+	select {
+	case <-e.ready:
+		return e.model, false, e.err
+	default:
+	}
+	if m := prefixModel(path, e.size, want); m != nil {
+		m.Summary.Name = name
+		return m, true, nil
+	}
+	<-e.ready
+	return e.model, false, e.err
+}
+
+// prefixModel builds a model of the first bytes of a session file, reading
+// more until it holds more than want items; nil when that takes most of
+// the file.
+func prefixModel(path string, size int64, want int) *Model {
+	for n := int64(1 << 20); n < size/2; n *= 4 {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil
+		}
+		ld, err := jsonl.Read(io.LimitReader(f, n))
+		f.Close()
+		if err != nil {
+			return nil
+		}
+		m := Build(&Session{ID: ld.Header.ID, Path: path, Log: ld.Log})
+		// A compaction cut off by the prefix is not open: leave it out.
+		m.Items = slices.DeleteFunc(m.Items, func(it Item) bool { return it.Kind == ItemCompaction && it.Compaction.End == 0 })
+		if len(m.Items) > want {
+			return m
+		}
+	}
+	return nil
+}
+
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, errNoSession), errors.Is(err, errNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, errBadRequest):
+		code = http.StatusBadRequest
+	}
+	http.Error(w, err.Error(), code)
+}
+
+var (
+	errNotFound   = errors.New("not found")
+	errBadRequest = errors.New("bad request")
+)
+
+func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := s.pages.ExecuteTemplate(w, name, data); err != nil {
+		http.Error(w, "rendering "+name+": "+err.Error(), http.StatusInternalServerError)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v, json.Deterministic(true))
+	if err == nil {
+		err = (*jsontext.Value)(&b).Indent()
+	}
+	if err != nil {
+		http.Error(w, "encoding JSON: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// summary is the model's summary with the meter's total.
+func (m *Model) summary() Summary {
+	out := m.Summary
+	if t := m.Tokens(); t != nil {
+		out.Tokens = t.TotalTokens
+	}
+	return out
+}
+
+// summaries lists every session; a file that does not load is listed with
+// its error.
+func (s *Server) summaries() []Summary {
+	all, order := s.names()
+	out := make([]Summary, 0, len(order))
+	for _, n := range order {
+		m, err := s.modelAt(n, all[n])
+		if err != nil {
+			out = append(out, Summary{Name: n, Error: err.Error()})
+			continue
+		}
+		out = append(out, m.summary())
+	}
+	return out
+}
+
+func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, "sessions.html", map[string]any{"Title": "Sessions", "Sessions": s.summaries()})
+}
+
+func (s *Server) apiSessions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, map[string]any{"sessions": s.summaries()})
+}
+
+func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
+	m, err := s.model(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, m.summary())
+}
+
+// page returns the items from seq from on, at most limit of them, and the
+// seq the next page starts at (-1 when these are the last).
+func page(items []Item, from int64, limit int) ([]Item, int64) {
+	i := sort.Search(len(items), func(i int) bool { return items[i].Seq >= from })
+	j := min(len(items), i+limit)
+	next := int64(-1)
+	if j < len(items) {
+		next = items[j].Seq
+	}
+	return items[i:j], next
+}
+
+func pageArgs(r *http.Request) (from int64, limit int, err error) {
+	limit = PageSize
+	q := r.URL.Query()
+	if v := q.Get("from"); v != "" {
+		if from, err = strconv.ParseInt(v, 10, 64); err != nil || from < 0 {
+			return 0, 0, fmt.Errorf("%w: from=%q is not a seq", errBadRequest, v)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 5000 {
+			return 0, 0, fmt.Errorf("%w: limit=%q is not a number from 1 to 5000", errBadRequest, v)
+		}
+	}
+	return from, limit, nil
+}
+
+type trajectoryData struct {
+	Title   string
+	Name    string
+	Model   *Model
+	Items   []Item
+	Next    int64
+	Partial bool // the page was rendered while the whole log was still loading
+}
+
+func (s *Server) trajectory(w http.ResponseWriter, r *http.Request, tmpl string) {
+	name := r.PathValue("name")
+	from, limit, err := pageArgs(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var (
+		m       *Model
+		partial bool
+	)
+	if tmpl == "trajectory.html" && from == 0 {
+		m, partial, err = s.firstScreen(name, limit)
+	} else {
+		m, err = s.model(name)
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	items, next := page(m.Items, from, limit)
+	items = m.Fill(items)
+	s.render(w, tmpl, trajectoryData{Title: name, Name: name, Model: m, Items: items, Next: next, Partial: partial})
+}
+
+func (s *Server) trajectoryPage(w http.ResponseWriter, r *http.Request) {
+	s.trajectory(w, r, "trajectory.html")
+}
+
+func (s *Server) itemsFragment(w http.ResponseWriter, r *http.Request) {
+	s.trajectory(w, r, "items")
+}
+
+func (s *Server) apiItems(w http.ResponseWriter, r *http.Request) {
+	m, err := s.model(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	from, limit, err := pageArgs(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	items, next := page(m.Items, from, limit)
+	items = m.Fill(items)
+	writeJSON(w, map[string]any{"items": items, "next": next, "events": m.Summary.Events})
+}
+
+func (s *Server) apiCompactions(w http.ResponseWriter, r *http.Request) {
+	m, err := s.model(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	cs := m.Compactions
+	if cs == nil {
+		cs = []*Compaction{}
+	}
+	writeJSON(w, map[string]any{"compactions": cs, "prompts": m.Prompts})
+}
+
+// shadowedFragment renders the messages a compaction shadowed.
+func (s *Server) shadowedFragment(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	m, err := s.model(name)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	id := r.URL.Query().Get("c")
+	i := slices.IndexFunc(m.Compactions, func(c *Compaction) bool { return c.ID == id })
+	if i < 0 {
+		s.fail(w, fmt.Errorf("%w: session %q has no compaction %q", errNotFound, name, id))
+		return
+	}
+	var items []Item
+	for _, seq := range m.Compactions[i].Shadowed {
+		j := sort.Search(len(m.Items), func(k int) bool { return m.Items[k].Seq >= seq })
+		if j < len(m.Items) && m.Items[j].Seq == seq {
+			items = append(items, m.Items[j])
+		}
+	}
+	s.render(w, "items", trajectoryData{Name: name, Model: m, Items: m.Fill(items), Next: -1})
+}
+
+type requestData struct {
+	Title string
+	Name  string
+	Model *Model
+	Req   *Request
+}
+
+func (s *Server) requestArg(w http.ResponseWriter, r *http.Request, arg string) (*Model, *Request, bool) {
+	name := r.PathValue("name")
+	m, err := s.model(name)
+	if err != nil {
+		s.fail(w, err)
+		return nil, nil, false
+	}
+	n := 0
+	if v := r.URL.Query().Get("at"); v != "" && arg == "" {
+		seq, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			s.fail(w, fmt.Errorf("%w: at=%q is not a seq", errBadRequest, v))
+			return nil, nil, false
+		}
+		if e, ok := m.Session.Log.Event(seq); ok && e.Type == host.TypePluginCall {
+			req, err := m.Call(seq)
+			if err != nil {
+				s.fail(w, fmt.Errorf("%w: %v", errNotFound, err))
+				return nil, nil, false
+			}
+			return m, req, true
+		}
+		n = m.IndexOf(seq)
+	} else {
+		if arg == "" {
+			arg = cmpOr(r.URL.Query().Get("n"), "1")
+		}
+		if n, err = strconv.Atoi(arg); err != nil {
+			s.fail(w, fmt.Errorf("%w: request %q is not a number", errBadRequest, arg))
+			return nil, nil, false
+		}
+	}
+	if n < 1 || n > len(m.Requests) {
+		s.fail(w, fmt.Errorf("%w: session %q has no request %d (it has %d)", errNotFound, name, n, len(m.Requests)))
+		return nil, nil, false
+	}
+	req, err := m.Request(n)
+	if err != nil {
+		s.fail(w, err)
+		return nil, nil, false
+	}
+	return m, req, true
+}
+
+func (s *Server) requestPage(w http.ResponseWriter, r *http.Request) {
+	m, req, ok := s.requestArg(w, r, "")
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	title := name + " · request " + strconv.Itoa(req.Index)
+	if req.Call {
+		title = name + " · plugin call at seq " + strconv.FormatInt(req.Seq, 10)
+	}
+	s.render(w, "request.html", requestData{Title: title, Name: name, Model: m, Req: req})
+}
+
+func (s *Server) apiRequest(w http.ResponseWriter, r *http.Request) {
+	if _, req, ok := s.requestArg(w, r, r.PathValue("n")); ok {
+		writeJSON(w, req)
+	}
+}
+
+// apiBody serves the exact wire body with the trailing newline host
+// request --at prints.
+func (s *Server) apiBody(w http.ResponseWriter, r *http.Request) {
+	if _, req, ok := s.requestArg(w, r, r.PathValue("n")); ok {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(req.Body + "\n"))
+	}
+}
+
+// apiCallBody serves the exact wire body of a plugin's model call, named
+// by its plugin/call seq, as host request --at prints it.
+func (s *Server) apiCallBody(w http.ResponseWriter, r *http.Request) {
+	m, err := s.model(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		s.fail(w, fmt.Errorf("%w: %q is not a seq", errBadRequest, r.PathValue("seq")))
+		return
+	}
+	if e, ok := m.Session.Log.Event(seq); !ok || e.Type != host.TypePluginCall {
+		s.fail(w, fmt.Errorf("%w: seq %d is not a plugin/call event", errNotFound, seq))
+		return
+	}
+	req, err := m.Call(seq)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(req.Body + "\n"))
+}
+
+type tokensData struct {
+	Title  string
+	Name   string
+	Model  *Model
+	Chart  *Chart
+	Points []Point
+}
+
+func (s *Server) tokensPage(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	m, err := s.model(name)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	points, marks := m.Chart()
+	s.render(w, "tokens.html", tokensData{Title: name + " · tokens", Name: name, Model: m, Chart: drawChart(m, points, marks, r.URL.Query().Get("scale") == "data"), Points: points})
+}
+
+func (s *Server) apiTokens(w http.ResponseWriter, r *http.Request) {
+	m, err := s.model(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	points, marks := m.Chart()
+	if marks == nil {
+		marks = []Mark{}
+	}
+	writeJSON(w, map[string]any{"window": m.Window, "threshold": m.Threshold, "points": points, "marks": marks})
+}
+
+// live streams server-sent events: "grow" with the new event count each
+// time the session file grows or changes.
+func (s *Server) live(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	m, err := s.model(name)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming is not supported by this connection", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	last := m.Summary.Events
+	fmt.Fprintf(w, "event: hello\ndata: {\"events\":%d}\n\n", last)
+	fl.Flush()
+	tick := time.NewTicker(s.o.Poll)
+	defer tick.Stop()
+	beat := 0
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		case <-tick.C:
+		}
+		m, err := s.model(name)
+		if err != nil {
+			continue // a file being rewritten; try again
+		}
+		if n := m.Summary.Events; n != last {
+			last = n
+			fmt.Fprintf(w, "event: grow\ndata: {\"events\":%d}\n\n", n)
+			fl.Flush()
+			continue
+		}
+		if beat++; beat*int(s.o.Poll/time.Millisecond) >= 15000 {
+			beat = 0
+			fmt.Fprint(w, ": keep-alive\n\n")
+			fl.Flush()
+		}
+	}
+}
