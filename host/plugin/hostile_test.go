@@ -6,12 +6,14 @@ import (
 	"path"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/sdk/abi"
@@ -231,8 +233,11 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		_, err = benign.RenderPrompt(context.Background(), nil, goodReq)
 		require.NoError(t, err)
 	}
-	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before },
-		30*time.Second, 10*time.Millisecond, "goroutines: %d before, %d after", before, runtime.NumGoroutine())
+	if !assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before }, 30*time.Second, 10*time.Millisecond) {
+		var stacks strings.Builder
+		pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+		t.Fatalf("goroutines: %d before, %d after:\n%s", before, runtime.NumGoroutine(), stacks.String())
+	}
 }
 
 func errString(err error) string {
