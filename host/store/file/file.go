@@ -71,7 +71,11 @@ func (s *Store) Path(id string) (string, error) {
 	return filepath.Join(s.dir, id+Ext), nil
 }
 
-// Open implements store.Store.
+// Open implements store.Store. Opening an existing session takes its
+// file's lock. A session Open creates is written, and its lock taken, by
+// the first Append, which publishes the file without overwriting: when
+// another writer published it first, that Append fails with an error
+// matching store.ErrFenced.
 func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load func(surface.Event) error) (store.Writer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -80,6 +84,16 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 	if err != nil {
 		return nil, err
 	}
+	for attempt := 0; ; attempt++ {
+		w, err := s.open(path, id, opt, load)
+		if err != nil && attempt == 0 && errors.Is(err, fs.ErrExist) {
+			continue // another writer published the file meanwhile: open it
+		}
+		return w, err
+	}
+}
+
+func (s *Store) open(path, id string, opt store.OpenOptions, load func(surface.Event) error) (store.Writer, error) {
 	js, _, err := jsonl.Open(path, append(s.opts[:len(s.opts):len(s.opts)], jsonl.Each(load))...)
 	switch {
 	case err == nil:
@@ -233,6 +247,8 @@ func (w *writer) Append(ctx context.Context, batch []surface.Event) error {
 	}
 	err := w.js.Append(batch)
 	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%w: %w", err, store.ErrFenced)
 	case errors.Is(err, jsonl.ErrNotContinuous):
 		return fmt.Errorf("%w: %w", err, store.ErrNotContinuous)
 	case errors.Is(err, jsonl.ErrClosed):
