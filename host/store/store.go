@@ -34,9 +34,11 @@ type Store interface {
 	// lease. load may keep the events it receives.
 	Open(ctx context.Context, id string, opt OpenOptions, load func(surface.Event) error) (Writer, error)
 	// Load streams the stored events of session id to fn in seq order
-	// without taking the lease: a reader running beside a writer sees a
-	// prefix of whole committed batches. It returns the session's Info as
-	// of the read.
+	// without taking the lease. A reader running beside a writer sees a
+	// prefix of the log, whole events only: with the transactional stores
+	// (memory, sqlite, postgres) whole committed batches; with the file
+	// store possibly part of the batch being written, which its writer has
+	// not acknowledged yet. It returns the session's Info as of the read.
 	Load(ctx context.Context, id string, fn func(surface.Event) error) (Info, error)
 	// List returns the stored sessions, ordered by id.
 	List(ctx context.Context) ([]Info, error)

@@ -16,7 +16,8 @@ func TestMain(m *testing.M) {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		New: func(t testing.TB) store.Store { return file.Dir(t.TempDir()) },
+		New:          func(t testing.TB) store.Store { return file.Dir(t.TempDir()) },
+		PartialReads: true,
 		Spec: func(t testing.TB, st store.Store) string {
 			p, err := st.(*file.Store).Path("x")
 			if err != nil {
@@ -24,5 +25,14 @@ func TestConformance(t *testing.T) {
 			}
 			return p[:len(p)-len("/x.jsonl")]
 		},
+	})
+}
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B, durable bool) store.Store {
+		if durable {
+			return file.Dir(b.TempDir())
+		}
+		return file.Dir(b.TempDir(), file.NoSync())
 	})
 }

@@ -14,3 +14,7 @@ func TestConformance(t *testing.T) {
 		Lapse: func(_ testing.TB, st store.Store, id string) { st.(*memory.Store).Lapse(id) },
 	})
 }
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(*testing.B, bool) store.Store { return memory.New() })
+}
