@@ -100,7 +100,7 @@ func (s *Store) open(path, id string, opt store.OpenOptions, load func(surface.E
 		h := js.Header()
 		return &writer{js: js, info: store.Info{ID: h.ID, CreatedAt: h.CreatedAt, Events: js.NextSeq()}}, nil
 	case errors.Is(err, jsonl.ErrLocked):
-		return nil, fmt.Errorf("%w: %w", err, store.ErrLocked)
+		return nil, also{err, store.ErrLocked}
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	case !opt.Create:
@@ -218,7 +218,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 	}
 	if errors.Is(err, jsonl.ErrLocked) {
-		return fmt.Errorf("%w: %w", err, store.ErrLocked)
+		return also{err, store.ErrLocked}
 	}
 	if err != nil {
 		return err
@@ -248,13 +248,23 @@ func (w *writer) Append(ctx context.Context, batch []surface.Event) error {
 	err := w.js.Append(batch)
 	switch {
 	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("%w: %w", err, store.ErrFenced)
+		return also{err, store.ErrFenced}
 	case errors.Is(err, jsonl.ErrNotContinuous):
-		return fmt.Errorf("%w: %w", err, store.ErrNotContinuous)
+		return also{err, store.ErrNotContinuous}
 	case errors.Is(err, jsonl.ErrClosed):
-		return fmt.Errorf("%w: %w", err, store.ErrClosed)
+		return also{err, store.ErrClosed}
 	}
 	return err
 }
 
 func (w *writer) Close() error { return w.js.Close() }
+
+// also is a jsonl error that also matches the store contract's error
+// for the same rule, with the jsonl error's message.
+type also struct {
+	error
+	rule error
+}
+
+func (e also) Unwrap() error        { return e.error }
+func (e also) Is(target error) bool { return target == e.rule }

@@ -44,13 +44,14 @@ func Bench(b *testing.B, newStore func(b *testing.B, durable bool) store.Store) 
 					b.Fatal(err)
 				}
 				defer w.Close()
-				next := 0
+				next, fresh := 0, 0
 				for b.Loop() {
 					if next+n > len(evs) {
 						b.StopTimer()
 						w.Close()
 						next = 0
-						w, err = st.Open(ctx, fmt.Sprintf("bench-%d", b.N), store.OpenOptions{Create: true}, func(surface.Event) error { return nil })
+						fresh++
+						w, err = st.Open(ctx, fmt.Sprintf("bench-%d", fresh), store.OpenOptions{Create: true}, func(surface.Event) error { return nil })
 						if err != nil {
 							b.Fatal(err)
 						}
