@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/go-json-experiment/json"
 
@@ -26,9 +25,6 @@ func compactCmd(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("usage: host compact [flags] SESSION")
 	}
-	if _, err := os.Stat(pos[0]); err != nil {
-		return err
-	}
 	cfg, err := o.load()
 	if err != nil {
 		return configError(e, "compact", err)
@@ -38,11 +34,11 @@ func compactCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := host.OpenFile(pos[0])
+	s, release, err := openSession(cfg, pos[0], true)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer release()
 	ctx, interrupted, stop := interrupts(e)
 	defer stop()
 	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
