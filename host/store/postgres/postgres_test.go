@@ -156,4 +156,3 @@ func BenchmarkStore(b *testing.B) {
 		return open(b, newDB(b), opts...)
 	})
 }
-
