@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirhost/weir/host/store"
+	"github.com/weirhost/weir/host/store/internal/pardec"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -77,22 +78,15 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 }
 
 func decodeAll(ctx context.Context, events [][]byte, fn func(surface.Event) error) error {
-	dec := surface.Decoder{Prepare: true}
-	for i, b := range events {
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+	i := 0
+	src := func() (int64, []byte, bool, error) {
+		if i == len(events) {
+			return 0, nil, false, nil
 		}
-		e, err := dec.Decode(b)
-		if err != nil {
-			return fmt.Errorf("stored event %d: %w", i, err)
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
+		i++
+		return int64(i - 1), events[i-1], true, nil
 	}
-	return nil
+	return pardec.Decode(ctx, src, func(_ int64, e surface.Event) error { return fn(e) })
 }
 
 // Load implements store.Store.

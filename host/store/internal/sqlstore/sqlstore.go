@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/weirhost/weir/host/store"
+	"github.com/weirhost/weir/host/store/internal/pardec"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -286,31 +287,28 @@ func (s *Store) stream(ctx context.Context, id string, next int64, fn func(surfa
 		return s.errf(err, "load session %s", id)
 	}
 	defer rows.Close()
-	dec := surface.Decoder{Prepare: true, Alias: true}
 	want := int64(0)
-	for rows.Next() {
+	src := func() (int64, []byte, bool, error) {
+		if !rows.Next() {
+			return 0, nil, false, rows.Err()
+		}
 		var seq int64
 		var b []byte
-		if err := rows.Scan(&seq, &b); err != nil {
-			return s.errf(err, "load session %s", id)
-		}
+		err := rows.Scan(&seq, &b)
+		return seq, b, true, err
+	}
+	err = pardec.Decode(ctx, src, func(seq int64, e surface.Event) error {
 		if seq != want {
 			return fmt.Errorf("%s store %s: session %s: stored seq %d where seq %d was expected: the events table has a gap", s.d.Name, s.cfg.Where, id, seq, want)
-		}
-		e, err := dec.Decode(b)
-		if err != nil {
-			return fmt.Errorf("%s store %s: session %s: stored event seq %d: %w", s.d.Name, s.cfg.Where, id, seq, err)
 		}
 		if e.Seq != seq {
 			return fmt.Errorf("%s store %s: session %s: the event stored at seq %d has seq %d", s.d.Name, s.cfg.Where, id, seq, e.Seq)
 		}
-		if err := fn(e); err != nil {
-			return err
-		}
 		want++
-	}
-	if err := rows.Err(); err != nil {
-		return s.errf(err, "load session %s", id)
+		return fn(e)
+	})
+	if err != nil {
+		return fmt.Errorf("%s store %s: load session %s: %w", s.d.Name, s.cfg.Where, id, err)
 	}
 	if want != next {
 		return fmt.Errorf("%s store %s: session %s: %d events stored where the session counts %d", s.d.Name, s.cfg.Where, id, want, next)
