@@ -427,6 +427,9 @@ func (s *Store) Lapse(ctx context.Context, id string) error {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// insertRows is the number of events one INSERT statement stores.
+const insertRows = 100
+
 type writer struct {
 	s     *Store
 	id    string
@@ -482,17 +485,27 @@ func (w *writer) Append(ctx context.Context, batch []surface.Event) error {
 	if k, _ := res.RowsAffected(); k != 1 {
 		return w.refused(ctx, tx, batch)
 	}
-	st, err := tx.PrepareContext(ctx, s.q(`INSERT INTO events (session_id, seq, type, time, event) VALUES (?, ?, ?, ?, ?)`))
-	if err != nil {
-		return s.errf(err, "session %s: append", w.id)
-	}
-	defer st.Close()
+	// One multi-row INSERT per 100 events: a batch costs a few round trips
+	// to the server, not one per event.
 	var buf []byte
-	for i := range batch {
-		buf = surface.AppendEvent(buf[:0], &batch[i])
-		if _, err := st.ExecContext(ctx, w.id, batch[i].Seq, batch[i].Type, batch[i].Time, buf); err != nil {
-			return s.errf(err, "session %s: append seq %d", w.id, batch[i].Seq)
+	for from := 0; from < len(batch); from += insertRows {
+		part := batch[from:min(from+insertRows, len(batch))]
+		args := make([]any, 0, 5*len(part))
+		var q strings.Builder
+		q.WriteString("INSERT INTO events (session_id, seq, type, time, event) VALUES ")
+		for i := range part {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?)")
+			start := len(buf)
+			buf = surface.AppendEvent(buf, &part[i])
+			args = append(args, w.id, part[i].Seq, part[i].Type, part[i].Time, buf[start:len(buf):len(buf)])
 		}
+		if _, err := tx.ExecContext(ctx, s.q(q.String()), args...); err != nil {
+			return s.errf(err, "session %s: append seq %d..%d", w.id, part[0].Seq, part[len(part)-1].Seq)
+		}
+		buf = buf[:0:0]
 	}
 	if err := tx.Commit(); err != nil {
 		return s.errf(err, "session %s: append seq %d..%d: commit", w.id, batch[0].Seq, batch[n-1].Seq)
