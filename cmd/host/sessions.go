@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "sessions", args: "list", summary: "list the sessions of the configured store (sessions.store) or of --store", run: sessionsCmd})
+	register(&command{name: "sessions", args: "list | expire --older-than DURATION", summary: "list the sessions of the configured store (sessions.store) or of --store, or delete those not written to for a while", run: sessionsCmd})
 	register(&command{name: "export", args: "SESSION --to STORE", summary: "copy a session from the configured store to another store, events byte for byte", run: exportCmd})
 	register(&command{name: "import", args: "SESSION --from STORE", summary: "copy a session from another store into the configured store, events byte for byte", run: importCmd})
 }
@@ -168,12 +168,13 @@ func (o *storeFlags) open(ctx context.Context, e *env, name, spec string) (store
 func sessionsCmd(e *env, args []string) error {
 	o := newStoreFlags("sessions")
 	spec := o.fs.String("store", "", "the store to list instead of sessions.store: "+storeSpecHelp)
+	olderThan := o.fs.Duration("older-than", 0, "expire: delete the sessions not appended to for this long (and whose lease no writer holds)")
 	pos, err := parseArgs(o.fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || pos[0] != "list" {
-		return usagef("usage: host sessions list [--store STORE]")
+	if len(pos) != 1 || (pos[0] != "list" && pos[0] != "expire") || (pos[0] == "expire") != (*olderThan > 0) {
+		return usagef("usage: host sessions list [--store STORE] | host sessions expire --older-than DURATION [--store STORE]")
 	}
 	ctx := context.Background()
 	st, err := o.open(ctx, e, "sessions", *spec)
@@ -181,6 +182,21 @@ func sessionsCmd(e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if pos[0] == "expire" {
+		ex, ok := st.(store.Expirer)
+		if !ok {
+			return fmt.Errorf("sessions expire: this store does not expire sessions (the file store keeps one file per session: delete the files)")
+		}
+		ids, err := ex.Expire(ctx, time.Now().Add(-*olderThan))
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			fmt.Fprintln(e.stdout, "expired", id)
+		}
+		fmt.Fprintf(e.stdout, "%d session(s) expired\n", len(ids))
+		return nil
+	}
 	list, err := st.List(ctx)
 	if err != nil {
 		return err

@@ -25,6 +25,9 @@ func TestSessionsInSQLite(t *testing.T) {
 	r = runHost(t, dir, "", "sessions", "list")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "demo-1")
+	r = runHost(t, dir, "", "sessions", "expire", "--older-than", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "0 session(s) expired", "a session written just now is kept")
 
 	out := filepath.Join(dir, "demo-1.jsonl")
 	r = runHost(t, dir, "", "export", "demo-1", "--to", out)
