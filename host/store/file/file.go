@@ -84,6 +84,9 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 	if err != nil {
 		return nil, err
 	}
+	if load == nil {
+		load = func(surface.Event) error { return nil }
+	}
 	for attempt := 0; ; attempt++ {
 		w, err := s.open(path, id, opt, load)
 		if err != nil && attempt == 0 && errors.Is(err, fs.ErrExist) {

@@ -43,6 +43,9 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 	if err := store.CheckID(id); err != nil {
 		return nil, err
 	}
+	if load == nil {
+		load = func(surface.Event) error { return nil }
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

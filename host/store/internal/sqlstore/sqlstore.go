@@ -206,6 +206,9 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 	if err := store.CheckID(id); err != nil {
 		return nil, err
 	}
+	if load == nil {
+		load = func(surface.Event) error { return nil }
+	}
 	w, err := s.acquire(ctx, id, opt)
 	if err != nil {
 		return nil, err
