@@ -69,6 +69,10 @@ var dialect = sqlstore.Dialect{
 	Blob:          "BYTEA",
 	ForUpdate:     " FOR UPDATE",
 	MigrationLock: "SELECT pg_advisory_xact_lock(7105116175106766)", // "weirsessions"
+	// Without fresh statistics (a session just written) the planner
+	// estimates a few hundred rows and sorts 100k on disk; the primary
+	// key already yields them in seq order.
+	LoadSetup: "SET LOCAL enable_sort = off",
 	Unique: func(err error) bool {
 		var e *pgconn.PgError
 		return errors.As(err, &e) && e.Code == "23505"
