@@ -31,7 +31,7 @@ type Store interface {
 	// order, one at a time, and returns a Writer positioned after the last
 	// one. A write a crash interrupted is never seen: load receives whole
 	// batches only. An error from load aborts the open and releases the
-	// lease. load may keep the events it receives; nil discards them.
+	// lease. load is never nil and may keep the events it receives.
 	Open(ctx context.Context, id string, opt OpenOptions, load func(surface.Event) error) (Writer, error)
 	// Load streams the stored events of session id to fn in seq order
 	// without taking the lease. A reader running beside a writer sees a

@@ -219,11 +219,6 @@ func testNotFound(t *testing.T, h Harness) {
 	w, got := open(t, st, "s", false)
 	require.Len(t, got, 3)
 	require.NoError(t, w.Close())
-	// A nil load function discards the events.
-	w, err = st.Open(ctx, "s", store.OpenOptions{}, nil)
-	require.NoError(t, err)
-	require.Equal(t, int64(3), w.Info().Events)
-	require.NoError(t, w.Close())
 }
 
 // testAtomicity: a batch that does not continue the log stores nothing,
