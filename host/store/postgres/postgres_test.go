@@ -13,6 +13,7 @@ import (
 	"github.com/weirhost/weir/host/store/postgres"
 	"github.com/weirhost/weir/host/store/postgres/pgtest"
 	"github.com/weirhost/weir/host/store/storetest"
+	"github.com/weirhost/weir/surface"
 )
 
 var (
@@ -129,7 +130,7 @@ func TestExpire(t *testing.T) {
 	ctx := context.Background()
 	evs := storetest.Synthetic(t, 2)
 	for _, id := range []string{"old", "held"} {
-		w, err := st.Open(ctx, id, store.OpenOptions{Create: true}, nil)
+		w, err := st.Open(ctx, id, store.OpenOptions{Create: true}, func(surface.Event) error { return nil })
 		require.NoError(t, err)
 		require.NoError(t, w.Append(ctx, evs))
 		if id == "old" {
