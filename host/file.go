@@ -1,58 +1,67 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"time"
+	"os"
+	"path/filepath"
 
+	"github.com/weirhost/weir/host/store"
+	"github.com/weirhost/weir/host/store/file"
 	"github.com/weirhost/weir/surface"
-	"github.com/weirhost/weir/surface/jsonl"
 )
 
-// OpenFile opens the session stored at path for writing, creating it when
-// it does not exist. A resumed session gets its end-seed marker (spec 3.5);
-// the caller's Agent repairs a turn a crash left open. Close the session
-// to release the file's writer lock.
-func OpenFile(path string, opts ...SessionOption) (*Session, error) {
-	st, l, err := jsonl.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		probe := NewSession("", nil, nil, opts...)
-		id := "session-" + probe.newID()
-		created := time.Now().UnixMilli()
-		var lopts []surface.Option
-		if probe.clock != nil {
-			lopts = append(lopts, surface.WithClock(probe.clock))
-			created = probe.clock()
-		}
-		st, err := jsonl.Create(path, jsonl.Header{ID: id, CreatedAt: created})
-		if err != nil {
-			return nil, err
-		}
-		s := NewSession(id, surface.New(lopts...), st, opts...)
-		s.closer = st.Close
-		return s, nil
+// Open opens session id of st for writing, creating it when it does not
+// exist (unless the Existing option is given); an empty id creates a new
+// session with a fresh id. This is the one resume path every store shares:
+// the store streams the stored events, each is admitted through a fresh
+// surface.Log exactly as an append is; a resumed session (one with events)
+// gets its end-seed marker (spec 3.5), and a compaction bracket the
+// previous writer left open is reported as a plugin/failure rather than
+// closed. The caller's Agent repairs a turn a crash left open. Close the
+// session to flush it and release the store's writer lease.
+func Open(ctx context.Context, st store.Store, id string, opts ...SessionOption) (*Session, error) {
+	probe := NewSession("", nil, nil, opts...)
+	var lopts []surface.Option
+	var created int64
+	if probe.clock != nil {
+		lopts = append(lopts, surface.WithClock(probe.clock))
+		created = probe.clock()
 	}
+	if id == "" {
+		if probe.mustExist {
+			return nil, errors.New("open session: no session id given, and the session must exist")
+		}
+		id = "session-" + probe.newID()
+	}
+	l := surface.New(lopts...)
+	w, err := st.Open(ctx, id, store.OpenOptions{Create: !probe.mustExist, CreatedAt: created}, l.Admit)
 	if err != nil {
 		return nil, err
+	}
+	s := NewSession(w.Info().ID, l, nil, opts...)
+	s.store = w
+	s.closer = w.Close
+	if l.Len() == 0 {
+		return s, nil
 	}
 	orphan := openBracket(l)
 	evs, err := l.MarkSeed()
 	if err == nil && len(evs) > 0 {
-		err = st.Append(evs)
+		err = w.Append(ctx, evs)
 	}
 	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("resume %s: %w", path, err)
+		w.Close()
+		return nil, fmt.Errorf("resume session %s: %w", s.id, err)
 	}
-	s := NewSession(st.Header().ID, l, st, opts...)
-	s.closer = st.Close
 	if orphan >= 0 {
 		// The end-seed just written makes the bracket stale; say so in the
 		// log rather than closing it as if it had succeeded.
 		s.ReportFailure(Proposer{Kind: ByCompaction}, fmt.Errorf(
 			"compaction/start at seq %d was never closed before the session stopped; it is stale now and nothing of it reached the surface", orphan))
-		if err := s.Flush(); err != nil {
+		if err := s.FlushContext(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -60,15 +69,30 @@ func OpenFile(path string, opts ...SessionOption) (*Session, error) {
 	return s, nil
 }
 
-// Close releases the session's store.
+// OpenFile opens the session stored in the file at path for writing,
+// creating it when it does not exist: Open on a single-file store
+// (file.Single).
+func OpenFile(path string, opts ...SessionOption) (*Session, error) {
+	// An existing file's header names the session; Single ignores the id.
+	id := filepath.Base(path)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		probe := NewSession("", nil, nil, opts...)
+		id = "session-" + probe.newID()
+	}
+	return Open(context.Background(), file.Single(path), id, opts...)
+}
+
+// Close flushes the session's committed events to its store, whatever the
+// store, and releases the store's writer (for a session Open returned).
+// Close is idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closer == nil {
-		return nil
+	err := s.flushLocked(context.Background())
+	if s.closer != nil {
+		err = errors.Join(err, s.closer())
+		s.closer = nil
 	}
-	err := errors.Join(s.flushLocked(), s.closer())
-	s.closer = nil
 	return err
 }
 

@@ -52,3 +52,20 @@ func TestResumeReportsAnOrphanedCompaction(t *testing.T) {
 	}
 	require.Equal(t, 2, n)
 }
+
+// appended records what a session made durable through a plain Appender.
+type appended struct{ evs []surface.Event }
+
+func (a *appended) Append(evs []surface.Event) error { a.evs = append(a.evs, evs...); return nil }
+
+func TestCloseFlushesAnAppender(t *testing.T) {
+	a := &appended{}
+	s := NewSession("s", surface.New(), a)
+	_, err := s.Propose(Proposer{Kind: ByLoop}, surface.Proposal{Type: "app/note", Data: []byte(`{}`), Ignorable: true})
+	require.NoError(t, err)
+	require.Empty(t, a.evs, "the loop's events wait for the next flush")
+	require.NoError(t, s.Close())
+	require.Len(t, a.evs, 1, "Close flushes whatever the store")
+	require.NoError(t, s.Close(), "Close is idempotent")
+	require.Len(t, a.evs, 1)
+}

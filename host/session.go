@@ -1,21 +1,37 @@
 package host
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
 )
 
-// Store persists committed events durably. Append returns only after the
-// batch is durable.
-type Store interface {
+// Store is the session store contract: see package host/store. Open
+// resumes or creates a session kept in one.
+type Store = store.Store
+
+// Appender is the context-free writer NewSession accepts: Append returns
+// only after the batch is durable. A store.Writer is the context-aware
+// form Open uses.
+type Appender interface {
 	Append(events []surface.Event) error
 }
+
+// writer is what a Session persists its committed events through.
+type writer interface {
+	Append(ctx context.Context, events []surface.Event) error
+}
+
+type appenderWriter struct{ a Appender }
+
+func (w appenderWriter) Append(_ context.Context, evs []surface.Event) error { return w.a.Append(evs) }
 
 // Proposer names who proposes events; each kind may propose only some.
 type Proposer struct {
@@ -95,14 +111,15 @@ type Session struct {
 	id    string
 	mu    sync.Mutex
 	log   *surface.Log
-	store Store
+	store writer
 	newID func() string
 	// broken is set when the store failed after the log committed: the
 	// in-memory log is ahead of the durable one and no more appends are
 	// accepted.
-	broken error
-	closer func() error
-	clock  func() int64
+	broken    error
+	closer    func() error
+	clock     func() int64
+	mustExist bool
 	// pending are committed events not yet durable.
 	pending []surface.Event
 }
@@ -117,9 +134,18 @@ func WithClock(now func() int64) SessionOption { return func(s *Session) { s.clo
 // WithIDs sets the message-id generator (for deterministic tests).
 func WithIDs(next func() string) SessionOption { return func(s *Session) { s.newID = next } }
 
-// NewSession wraps a log and its store (nil for an in-memory session).
-func NewSession(id string, log *surface.Log, store Store, opts ...SessionOption) *Session {
-	s := &Session{id: id, log: log, store: store, newID: RandomID}
+// Existing makes Open refuse a session that does not exist (the error
+// matches store.ErrNotFound) instead of creating it.
+func Existing() SessionOption { return func(s *Session) { s.mustExist = true } }
+
+// NewSession wraps a log and the Appender that makes its events durable
+// (nil for an in-memory session). Close flushes it; Open is the
+// constructor for a session kept in a store.Store.
+func NewSession(id string, log *surface.Log, store Appender, opts ...SessionOption) *Session {
+	s := &Session{id: id, log: log, newID: RandomID}
+	if store != nil {
+		s.store = appenderWriter{store}
+	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -189,7 +215,7 @@ func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event,
 	s.pending = append(s.pending, evs...)
 	if by.Kind != ByLoop {
 		// A provider's proposal is acknowledged only once durable.
-		if err := s.flushLocked(); err != nil {
+		if err := s.flushLocked(context.Background()); err != nil {
 			return nil, err
 		}
 	}
@@ -200,13 +226,18 @@ func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event,
 // The loop flushes before each side effect (a model call, a tool run) and
 // at the end of every step and turn, so a crash never loses an event whose
 // consequences escaped the process.
-func (s *Session) Flush() error {
+func (s *Session) Flush() error { return s.FlushContext(context.Background()) }
+
+// FlushContext is Flush with a context for the store's write. A write the
+// context cancels fails like any other: the session refuses further
+// appends and must be reopened.
+func (s *Session) FlushContext(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.flushLocked()
+	return s.flushLocked(ctx)
 }
 
-func (s *Session) flushLocked() error {
+func (s *Session) flushLocked(ctx context.Context) error {
 	if s.broken != nil {
 		return s.broken
 	}
@@ -215,7 +246,7 @@ func (s *Session) flushLocked() error {
 		return nil
 	}
 	evs := s.pending
-	if err := s.store.Append(evs); err != nil {
+	if err := s.store.Append(ctx, evs); err != nil {
 		s.broken = fmt.Errorf("session %s: the durable log is behind the in-memory log after a failed write (seq %d..%d); reopen the session: %w",
 			s.id, evs[0].Seq, evs[len(evs)-1].Seq, err)
 		return s.broken
@@ -285,7 +316,7 @@ func (s *Session) Repair() ([]surface.Event, error) {
 		return nil, err
 	}
 	s.pending = append(s.pending, evs...)
-	return evs, s.flushLocked()
+	return evs, s.flushLocked(context.Background())
 }
 
 // shrinks checks that every replacement a compaction provider proposes is

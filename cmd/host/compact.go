@@ -37,9 +37,6 @@ func compactCmd(e *env, args []string) error {
 	if *asJSON && !*dry {
 		return usagef("--json needs --dry-run: a compaction that writes prints its result as text")
 	}
-	if _, err := os.Stat(pos[0]); err != nil {
-		return err
-	}
 	cfg, err := o.load()
 	if err != nil {
 		return configError(e, "compact", err)
@@ -52,11 +49,11 @@ func compactCmd(e *env, args []string) error {
 	if *dry {
 		return compactDryRun(e, cfg, model, route, pos[0], *asJSON)
 	}
-	s, err := host.OpenFile(pos[0])
+	s, release, err := openSession(cfg, pos[0], true)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer release()
 	ctx, interrupted, stop := interrupts(e)
 	defer stop()
 	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)

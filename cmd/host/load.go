@@ -18,9 +18,13 @@ type loaded struct {
 	migratedFrom int
 }
 
-// loadLog reads a session file for reading only. A format-v2 file is
+// loadLog reads a session file, or a session id of the configured store
+// (sessions.store), for reading only. A format-v2 file is
 // converted to v3 in memory; the file is never changed.
 func loadLog(path string) (*loaded, error) {
+	if !isSessionFile(path) {
+		return loadStored(path)
+	}
 	ld, err := jsonl.Load(path)
 	if err == nil {
 		return &loaded{id: ld.Header.ID, log: ld.Log, torn: ld.Torn}, nil

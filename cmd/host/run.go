@@ -63,7 +63,7 @@ func (o *runOptions) flags(fs *flag.FlagSet, session bool) {
 	fs.Int64("context-window", 0, "the route's context window in tokens")
 	fs.Int64("max-tokens", 0, "completion cap per request (0: provider default)")
 	if session {
-		fs.StringVar(&o.session, "session", "", "session file (created when missing, resumed when present); default a new file under sessions.dir")
+		fs.StringVar(&o.session, "session", "", "session file, or session id of sessions.store (created when missing, resumed when present); default a new session in sessions.store (a new file under sessions.dir for the file store)")
 		fs.StringVar(&o.system, "system", "", `system prompt replacing the configured sections ("" for none)`)
 	}
 	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
@@ -180,14 +180,6 @@ func isLoopback(base string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// sessionPath is the --session file, or a new name under sessions.dir.
-func (o *runOptions) sessionPath(cfg *config.Config) (string, error) {
-	if o.session != "" {
-		return o.session, nil
-	}
-	return newSessionPath(cfg.Sessions.Dir, "")
-}
-
 // newSessionPath names a new session file in dir: prefix, the UTC time and
 // a random part, so that two sessions started in the same second, even
 // concurrently, get different files.
@@ -275,15 +267,22 @@ func runCmd(e *env, args []string) error {
 	if o.set("system") {
 		sections = []host.Section{{Key: "base", Text: o.system}}
 	}
-	path, err := o.sessionPath(cfg)
+	// --session is a session file or a session id of sessions.store; with
+	// none, a new session in that store.
+	var (
+		s       *host.Session
+		release func() error
+		path    = o.session
+	)
+	if path != "" {
+		s, release, err = openSession(cfg, path, false)
+	} else {
+		s, release, path, err = newStoredSession(cfg)
+	}
 	if err != nil {
 		return err
 	}
-	s, err := host.OpenFile(path)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+	defer release()
 	cwd, _ := os.Getwd()
 	out := newPrinter(e.stdout)
 	var (

@@ -36,7 +36,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	// A session in memory; host.OpenFile keeps one in a durable file instead.
+	// A session in memory; host.Open keeps one in a store (a file, SQLite,
+	// PostgreSQL or your own: see store_test.go).
 	s := host.NewSession("embedded", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
 
 	// The default providers are WebAssembly plugins embedded in the host's

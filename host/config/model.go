@@ -233,6 +233,11 @@ type Tools struct {
 type Sessions struct {
 	// Dir holds new session files, relative to the working directory.
 	Dir string `koanf:"dir"`
+	// Store is where sessions are kept: "file" (one JSONL file per session
+	// under Dir), "sqlite:PATH" (one SQLite database) or
+	// "postgres://USER@HOST:PORT/DB" (the password comes from the
+	// environment variable WEIR_POSTGRES_PASSWORD, never from here).
+	Store string `koanf:"store"`
 }
 
 // Log configures the host's logger.
@@ -312,7 +317,7 @@ func Default() *Config {
 		},
 		Tools:    Tools{Timeout: 60 * time.Second, Timeouts: map[string]time.Duration{}},
 		Retry:    Retry{MaxWait: 30 * time.Second},
-		Sessions: Sessions{Dir: ".weir/sessions"},
+		Sessions: Sessions{Dir: ".weir/sessions", Store: "file"},
 		Log:      Log{Level: "warn", Format: "text"},
 	}
 	for _, b := range builtins {

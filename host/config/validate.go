@@ -81,6 +81,9 @@ func (l *loader) validate(c *Config) {
 	if strings.TrimSpace(c.Sessions.Dir) == "" {
 		l.fail(path{"sessions", "dir"}, "is required: give the folder for session files (default %q)", ".weir/sessions")
 	}
+	if why := StoreProblem(c.Sessions.Store); why != "" {
+		l.fail(path{"sessions", "store"}, "%s", why)
+	}
 	if !slices.Contains(LogLevels, c.Log.Level) {
 		l.fail(path{"log", "level"}, "%q is not a log level; use %s", c.Log.Level, oneOf(LogLevels))
 	}
@@ -371,4 +374,34 @@ func apiName(api string) string {
 		return "Gemini"
 	}
 	return "OpenAI-compatible"
+}
+
+// StoreProblem says what is wrong with a sessions.store value, or "". It
+// never repeats a PostgreSQL URL, which may hold a password.
+func StoreProblem(spec string) string {
+	switch {
+	case spec == "file":
+		return ""
+	case strings.HasPrefix(spec, "sqlite:"):
+		if strings.TrimSpace(strings.TrimPrefix(spec, "sqlite:")) == "" {
+			return "\"sqlite:\" needs the database file's path, e.g. \"sqlite:.weir/sessions.db\""
+		}
+		return ""
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		u, err := url.Parse(spec)
+		if err != nil {
+			return "the PostgreSQL URL does not parse (it is not repeated here, as it may hold a password)"
+		}
+		if _, ok := u.User.Password(); ok || u.Query().Has("password") {
+			return "the PostgreSQL URL carries a password; a password never goes in the configuration: remove it and set the environment variable WEIR_POSTGRES_PASSWORD"
+		}
+		if u.Host == "" {
+			return "the PostgreSQL URL names no host, e.g. \"postgres://weir@db.example:5432/weir\""
+		}
+		return ""
+	}
+	if strings.Contains(spec, "://") || strings.Contains(spec, "@") {
+		return "is not a store (the value is not repeated here, as it may hold a password); use \"file\" (the default), \"sqlite:PATH\" or \"postgres://USER@HOST:PORT/DB\""
+	}
+	return fmt.Sprintf("%q is not a store; use \"file\" (the default), \"sqlite:PATH\" or \"postgres://USER@HOST:PORT/DB\"", spec)
 }

@@ -30,7 +30,9 @@
 // events. The file is read once, as a stream of line-aligned blocks;
 // GOMAXPROCS workers decode blocks, parsing the payloads admission needs as
 // they go (surface.Decoder.Prepare), and the log is then restored in seq
-// order. ReadEvents is the plain sequential decoder for tools.
+// order. With the Each option the events go, in order, to a function
+// instead (host.Open admits them itself, through the store contract of
+// host/store). ReadEvents is the plain sequential decoder for tools.
 //
 // # Writing
 //

@@ -15,6 +15,7 @@ type config struct {
 	block   int
 	logOpts []surface.Option
 	noAdmit bool // benchmarks: decode only
+	each    func(surface.Event) error
 }
 
 func newConfig(opts []Option) *config {
@@ -46,3 +47,13 @@ func blockSize(n int) Option { return func(c *config) { c.block = n } }
 // decodeOnly makes a load decode without admitting (benchmarks measure the
 // decoding share with it); the result has an empty Log.
 func decodeOnly() Option { return func(c *config) { c.noAdmit = true } }
+
+// Each hands every decoded event, in seq order, to fn instead of admitting
+// it into a surface.Log: the loaded result then has no Log, and the caller
+// (host.Open, through the store contract) admits the events itself, so a
+// large session is not held twice. Decoding keeps its prepared payloads, so
+// the caller's Log.Admit is as fast as the loader's own. fn may keep the
+// events; an error from it aborts the load and is returned, as a
+// *LineError naming the line when it is a *surface.Error (an admission
+// failure).
+func Each(fn func(surface.Event) error) Option { return func(c *config) { c.each = fn } }

@@ -27,6 +27,8 @@ type Loaded struct {
 	// Torn is the length of the torn tail (the bytes after the last
 	// newline), which the load dropped; 0 when the file ends in a newline.
 	Torn int64
+	// Events is the number of events loaded.
+	Events int64
 }
 
 // Load reads and validates the session file at path. It neither locks nor
@@ -217,19 +219,35 @@ func read(r io.Reader, path string, cfg *config) (*Loaded, error) {
 
 	// Admit the decoded events in order while later blocks are still being
 	// decoded, into a log sized from the input's length when it is known.
-	log := surface.New(cfg.logOpts...)
-	if n := sizeHint(r); n > 0 {
-		log.Grow(int(n / 256))
+	var log *surface.Log
+	if cfg.each == nil {
+		log = surface.New(cfg.logOpts...)
+		if n := sizeHint(r); n > 0 {
+			log.Grow(int(n / 256))
+		}
 	}
 	var badErr error
 	for c := range order {
 		<-c.done
-		if !cfg.noAdmit && badErr == nil {
+		if cfg.each != nil && badErr == nil {
+			for k, e := range c.evs {
+				if err := cfg.each(e); err != nil {
+					badErr = err
+					var se *surface.Error
+					if errors.As(err, &se) {
+						badErr = &LineError{Path: path, Line: c.line + k, Seq: seqOf(err), Err: err}
+					}
+					break
+				}
+				ld.Events++
+			}
+		} else if !cfg.noAdmit && badErr == nil {
 			for k, e := range c.evs {
 				if err := log.Admit(e); err != nil {
 					badErr = &LineError{Path: path, Line: c.line + k, Seq: seqOf(err), Err: err}
 					break
 				}
+				ld.Events++
 			}
 		}
 		c.evs = nil

@@ -72,7 +72,8 @@ func osFile(f *os.File) file { return f }
 // lock (failing at once with a *LockedError when another writer holds it),
 // loads and validates the file (see Load), physically truncates a torn tail,
 // and returns the restored log and a Session positioned at its end. Like
-// Load it refuses a path that is not a regular file.
+// Load it refuses a path that is not a regular file. With the Each option
+// the events go to its function instead and the returned log is nil.
 func Open(path string, opts ...Option) (*Session, *surface.Log, error) {
 	cfg := newConfig(opts)
 	f, err := openRegular(path, os.O_RDWR)
@@ -100,7 +101,7 @@ func Open(path string, opts ...Option) (*Session, *surface.Log, error) {
 	}
 	removeTemps(path)
 	s := &Session{path: path, cfg: cfg, header: ld.Header, osf: f, f: f, wrap: osFile,
-		size: ld.Size, next: ld.Log.NextSeq(), torn: ld.Torn}
+		size: ld.Size, next: ld.Events, torn: ld.Torn}
 	return s, ld.Log, nil
 }
 

@@ -1,0 +1,144 @@
+// Package postgres keeps sessions in PostgreSQL through
+// github.com/jackc/pgx/v5, with the schema of the SQLite store
+// (docs/stores.md). Each append is one transaction, committed with
+// synchronous_commit=on before it is acknowledged. The writer fence
+// survives crashes and network partitions: a host that lost its lease
+// (paused, or cut off while another host took the session over after the
+// lease timed out) has its next append refused by the database itself,
+// whose UPDATE checks the writer's epoch and expected next seq in the same
+// transaction as the insert. Migrations are versioned and applied on start,
+// serialized by an advisory lock.
+//
+// The password is never part of the URL: it comes from an environment
+// variable (PasswordEnv, WEIR_POSTGRES_PASSWORD by default), and no error
+// or log line carries it.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/weirhost/weir/host/store/internal/sqlstore"
+)
+
+// PasswordEnv is the environment variable the password is read from
+// unless the Password option names another.
+const PasswordEnv = "WEIR_POSTGRES_PASSWORD"
+
+// Store is a PostgreSQL session store.
+type Store struct {
+	*sqlstore.Store
+}
+
+// Option configures a Store.
+type Option func(*options)
+
+type options struct {
+	cfg         sqlstore.Config
+	passwordEnv string
+	noSync      bool
+}
+
+// Lease sets how long a writer's lease lasts without an append or renewal
+// (default 30 s) and how often an idle writer renews it (default a third of
+// it; negative: never, to simulate a paused host).
+func Lease(lease, renew time.Duration) Option {
+	return func(o *options) { o.cfg.Lease, o.cfg.Renew = lease, renew }
+}
+
+// Password names the environment variable holding the password.
+func Password(env string) Option { return func(o *options) { o.passwordEnv = env } }
+
+// NoSync sets synchronous_commit=off: appends are acknowledged before they
+// are durable. Only for benchmarks.
+func NoSync() Option { return func(o *options) { o.noSync = true } }
+
+var dialect = sqlstore.Dialect{
+	Name:          "postgres",
+	Numbered:      true,
+	Now:           "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
+	Blob:          "BYTEA",
+	ForUpdate:     " FOR UPDATE",
+	MigrationLock: "SELECT pg_advisory_xact_lock(7105116175106766)", // "weirsessions"
+	// Without fresh statistics (a session just written) the planner
+	// estimates a few hundred rows and sorts 100k on disk; the primary
+	// key already yields them in seq order.
+	LoadSetup: "SET LOCAL enable_sort = off",
+	Unique: func(err error) bool {
+		var e *pgconn.PgError
+		return errors.As(err, &e) && e.Code == "23505"
+	},
+}
+
+// ErrPasswordInURL is the error of a URL that carries a password.
+var ErrPasswordInURL = errors.New("the PostgreSQL URL must not carry a password: set it in the environment variable instead")
+
+// Redact returns rawURL without its password, for messages.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable PostgreSQL URL)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// Open connects to the database at rawURL (postgres://user@host:port/db),
+// with the password from the environment, and applies the schema
+// migrations it lacks.
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
+	o := options{passwordEnv: PasswordEnv}
+	for _, f := range opts {
+		f(&o)
+	}
+	where := Redact(rawURL)
+	o.cfg.Where = where
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: the URL does not parse (%s)", where)
+	}
+	if _, ok := u.User.Password(); ok || u.Query().Has("password") {
+		return nil, fmt.Errorf("postgres store %s: %w %s", where, ErrPasswordInURL, o.passwordEnv)
+	}
+	cc, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store %s: %w", where, err)
+	}
+	cc.Password = os.Getenv(o.passwordEnv)
+	sync := "on"
+	if o.noSync {
+		sync = "off"
+	}
+	cc.RuntimeParams["synchronous_commit"] = sync
+	cc.RuntimeParams["application_name"] = "weir"
+	db := stdlib.OpenDB(*cc)
+	db.SetMaxOpenConns(8)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres store %s: connect: %w", where, err)
+	}
+	s, err := sqlstore.New(ctx, db, dialect, o.cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{s}, nil
+}
+
+var _ interface{ DB() *sql.DB } = (*Store)(nil)

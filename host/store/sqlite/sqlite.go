@@ -1,0 +1,99 @@
+// Package sqlite keeps many sessions in one SQLite database file, with the
+// schema described in docs/stores.md (sessions; events keyed by
+// (session_id, seq) holding each event's JSON as stored bytes). The
+// database runs in WAL mode with synchronous=FULL, so an append is durable
+// when it returns; one writer per session is enforced by the database (a
+// lease with a fencing epoch, checked inside each append's transaction),
+// across processes.
+//
+// The driver is github.com/ncruces/go-sqlite3: SQLite compiled to
+// WebAssembly and translated to Go, so no C toolchain is needed. It was
+// measured against modernc.org/sqlite on append and load; see
+// docs/stores.md.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	_ "github.com/ncruces/go-sqlite3/driver" // registers "sqlite3"
+
+	"github.com/weirhost/weir/host/store/internal/sqlstore"
+)
+
+// Store is a SQLite session store.
+type Store struct {
+	*sqlstore.Store
+}
+
+// Option configures a Store.
+type Option func(*options)
+
+type options struct {
+	cfg    sqlstore.Config
+	noSync bool
+}
+
+// Lease sets how long a writer's lease lasts without an append or renewal
+// (default 30 s) and how often an idle writer renews it (default a third of
+// it; negative: never).
+func Lease(lease, renew time.Duration) Option {
+	return func(o *options) { o.cfg.Lease, o.cfg.Renew = lease, renew }
+}
+
+// NoSync sets synchronous=OFF: appends are acknowledged before they are
+// durable. Only for tests and benchmarks.
+func NoSync() Option { return func(o *options) { o.noSync = true } }
+
+var dialect = sqlstore.Dialect{
+	Name: "sqlite",
+	Now:  "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+	Blob: "BLOB",
+	Unique: func(err error) bool {
+		var e *sqlite3.Error
+		return errors.As(err, &e) && e.Code() == sqlite3.CONSTRAINT
+	},
+}
+
+// Open opens (creating it when missing) the database file at path and
+// applies the schema migrations it lacks.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	o.cfg.Where = path
+	sync := "full"
+	if o.noSync {
+		sync = "off"
+	}
+	// Write transactions begin IMMEDIATE (the driver's default), so two
+	// writers never deadlock upgrading a read lock; busy_timeout makes a
+	// writer wait for another's commit instead of failing.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_txlock=immediate" +
+		"&_pragma=journal_mode(wal)&_pragma=synchronous(" + sync + ")&_pragma=busy_timeout(10000)&_pragma=foreign_keys(on)"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	if mode != "wal" {
+		db.Close()
+		return nil, fmt.Errorf("sqlite store %s: journal mode is %q, not wal: the store needs WAL for readers beside a writer", path, mode)
+	}
+	s, err := sqlstore.New(ctx, db, dialect, o.cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{s}, nil
+}

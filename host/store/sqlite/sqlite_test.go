@@ -1,0 +1,48 @@
+package sqlite_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/weirhost/weir/host/store"
+	"github.com/weirhost/weir/host/store/sqlite"
+	"github.com/weirhost/weir/host/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	storetest.Main(func(path string) (store.Store, error) { return sqlite.Open(context.Background(), path) })
+	os.Exit(m.Run())
+}
+
+func open(t testing.TB, path string) *sqlite.Store {
+	st, err := sqlite.Open(context.Background(), path)
+	require.NoError(t, err)
+	return st
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New:   func(t testing.TB) store.Store { return open(t, filepath.Join(t.TempDir(), "sessions.db")) },
+		Again: func(t testing.TB, st store.Store) store.Store { return open(t, st.(*sqlite.Store).Where()) },
+		Lapse: func(t testing.TB, st store.Store, id string) {
+			require.NoError(t, st.(*sqlite.Store).Lapse(context.Background(), id))
+		},
+		Spec: func(t testing.TB, st store.Store) string { return st.(*sqlite.Store).Where() },
+	})
+}
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B, durable bool) store.Store {
+		var opts []sqlite.Option
+		if !durable {
+			opts = append(opts, sqlite.NoSync())
+		}
+		st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), opts...)
+		require.NoError(b, err)
+		return st
+	})
+}
