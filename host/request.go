@@ -28,20 +28,8 @@ func BuildRequest(l *surface.Log, sessionID string) (*llm.Request, error) {
 // content cannot reach the log's copy.
 func cloneMessage(m *surface.Message) *surface.Message {
 	c := *m
-	c.Content = cloneBlocks(m.Content)
+	c.Content = surface.CloneBlocks(m.Content)
 	return &c
-}
-
-func cloneBlocks(bs []surface.Block) []surface.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]surface.Block, len(bs))
-	for i, b := range bs {
-		b.Content = cloneBlocks(b.Content)
-		out[i] = b
-	}
-	return out
 }
 
 // The rebuilt requests carry the API of their attempt (llm.Request.API,

@@ -58,6 +58,21 @@ type Block struct {
 	Unknown    jsontext.Value // other members, as a JSON object
 }
 
+// CloneBlocks copies blocks deeply enough (nested tool-result content
+// included) that changing the copy's blocks cannot reach the original's.
+// The bytes of Unknown are shared: they are never changed in place.
+func CloneBlocks(bs []Block) []Block {
+	if bs == nil {
+		return nil
+	}
+	out := make([]Block, len(bs))
+	for i, b := range bs {
+		b.Content = CloneBlocks(b.Content)
+		out[i] = b
+	}
+	return out
+}
+
 // Text returns a text block.
 func Text(s string) Block { return Block{Type: BlockText, Text: s} }
 

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"os"
+	winspect "github.com/weirhost/weir/host/inspect"
 
 	"github.com/weirhost/weir/surface"
-	"github.com/weirhost/weir/surface/jsonl"
-	v2 "github.com/weirhost/weir/surface/v2"
 )
 
 // loaded is a session log read for inspection.
@@ -25,26 +21,9 @@ func loadLog(path string) (*loaded, error) {
 	if !isSessionFile(path) {
 		return loadStored(path)
 	}
-	ld, err := jsonl.Load(path)
-	if err == nil {
-		return &loaded{id: ld.Header.ID, log: ld.Log, torn: ld.Torn}, nil
-	}
-	var ve *jsonl.VersionError
-	if !errors.As(err, &ve) || !ve.Importable() {
-		return nil, err
-	}
-	f, err := os.Open(path)
+	ld, err := winspect.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	res, err := v2.Convert(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s is a format-v2 log that cannot be converted: %w", path, err)
-	}
-	l, err := surface.Restore(res.Events)
-	if err != nil {
-		return nil, fmt.Errorf("%s: the converted log does not load: %w", path, err)
-	}
-	return &loaded{id: res.Header.ID, log: l, migratedFrom: 2}, nil
+	return &loaded{id: ld.ID, log: ld.Log, torn: ld.Torn, migratedFrom: ld.MigratedFrom}, nil
 }

@@ -301,23 +301,11 @@ func (m *replayModel) Stream(ctx context.Context, req *llm.Request, on func(llm.
 		}
 	}
 	res := *r.Result
-	res.Content = cloneBlocks(r.Result.Content)
+	res.Content = surface.CloneBlocks(r.Result.Content)
 	if r.Err != nil {
 		return &res, r.Err
 	}
 	return &res, nil
-}
-
-func cloneBlocks(bs []surface.Block) []surface.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]surface.Block, len(bs))
-	for i, b := range bs {
-		b.Content = cloneBlocks(b.Content)
-		out[i] = b
-	}
-	return out
 }
 
 // replayTool answers each call with the next recorded tool result.
@@ -343,7 +331,7 @@ func (t *replayTool) Run(_ context.Context, _ string) ([]surface.Block, error) {
 	if r.IsError {
 		return nil, errors.New(surface.TextOf(r.Content))
 	}
-	return cloneBlocks(r.Content), nil
+	return surface.CloneBlocks(r.Content), nil
 }
 
 // replayPrompt renders the recorded system prompt of each step.
