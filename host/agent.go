@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -111,8 +112,13 @@ type Agent struct {
 	// RequestErrorChain is the agent/request-error waterfall.
 	RequestErrorChain *waterfall.Chain[RequestError]
 
+	// mu guards what other goroutines may change while a turn runs: the
+	// inboxes and the settings (cfg.Sections, cfg.Route, the tools). The
+	// turn reads the settings once per step into cur.
+	mu        sync.Mutex
 	inbox     []*surface.Message // next turn
 	stepInbox []*surface.Message // next step
+	cur       settings           // the current step's settings (the turn's goroutine only)
 
 	built    int
 	baseGen  uint64
@@ -139,7 +145,8 @@ type stepRef struct {
 }
 
 // NewAgent attaches a loop instance to a session. An interrupted turn left
-// by a crash is repaired first.
+// by a crash is repaired first. On a session a turn is running on, it
+// returns an error matching ErrBusy.
 func NewAgent(s *Session, cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("agent: no model configured")
@@ -174,6 +181,14 @@ func NewAgent(s *Session, cfg Config) (*Agent, error) {
 	if err := a.SetTools(cfg.Tools...); err != nil {
 		return nil, err
 	}
+	// Attaching repairs the log and registers observers: not while another
+	// agent drives the session.
+	release, err := s.acquire("attach an agent")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	a.cur = a.settings()
 	a.rc.plugin = a.promptID()
 	if _, err := s.Repair(); err != nil {
 		return nil, err
@@ -237,8 +252,25 @@ func cloneConfig(c surface.CallConfig) surface.CallConfig {
 	return c
 }
 
+// settings is what a step reads of the agent's changeable configuration.
+type settings struct {
+	route    Route
+	sections []Section
+	schemas  []jsontext.Value
+	toolsBy  map[string]Tool
+}
+
+// settings returns the current settings; the setters replace the slices and
+// the map rather than change them, so the copy stays valid.
+func (a *Agent) settings() settings {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return settings{route: a.cfg.Route, sections: a.cfg.Sections, schemas: a.schemas, toolsBy: a.toolsBy}
+}
+
 // SetTools replaces the tools offered from the next step on. A change of
-// tools is a header change.
+// tools is a header change. It is safe to call from any goroutine, also
+// while a turn runs.
 func (a *Agent) SetTools(tools ...Tool) error {
 	by := map[string]Tool{}
 	var schemas []jsontext.Value
@@ -253,18 +285,34 @@ func (a *Agent) SetTools(tools ...Tool) error {
 		by[t.Name()] = t
 		schemas = append(schemas, schema)
 	}
-	a.toolsBy, a.schemas, a.cfg.Tools = by, schemas, tools
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.toolsBy, a.schemas, a.cfg.Tools = by, schemas, slices.Clone(tools)
 	return nil
 }
 
 // SetSections replaces the configured prompt sections from the next step on.
-func (a *Agent) SetSections(sections []Section) { a.cfg.Sections = slices.Clone(sections) }
+// It is safe to call from any goroutine, also while a turn runs.
+func (a *Agent) SetSections(sections []Section) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cfg.Sections = slices.Clone(sections)
+}
 
-// SetRoute switches the model route from the next request on.
-func (a *Agent) SetRoute(r Route) { a.cfg.Route = r }
+// SetRoute switches the model route from the next model request on. It is
+// safe to call from any goroutine, also while a turn runs.
+func (a *Agent) SetRoute(r Route) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cfg.Route = r
+}
 
 // Route is the agent's current route.
-func (a *Agent) Route() Route { return a.cfg.Route }
+func (a *Agent) Route() Route {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg.Route
+}
 
 // Session returns the agent's session.
 func (a *Agent) Session() *Session { return a.s }
@@ -283,12 +331,19 @@ func latestContext(l *surface.Log) *RequestContext {
 }
 
 // Inject queues a message for the next step of the running turn (or the
-// next turn when none runs).
-func (a *Agent) Inject(m *surface.Message) { a.stepInbox = append(a.stepInbox, m) }
+// first step of the next turn when none runs). It is safe to call from any
+// goroutine, also while a turn runs: a turn that would have ended takes
+// another step for a message injected before it decided to end.
+func (a *Agent) Inject(m *surface.Message) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stepInbox = append(a.stepInbox, m)
+}
 
-// UserMessage returns a user message holding text.
+// UserMessage returns a user message holding text. It is safe to call from
+// any goroutine.
 func (a *Agent) UserMessage(text string) *surface.Message {
-	return &surface.Message{ID: a.s.newID(), Role: surface.RoleUser, Source: surface.Source{Kind: "user"},
+	return &surface.Message{ID: a.s.NewID(), Role: surface.RoleUser, Source: surface.Source{Kind: "user"},
 		Content: []surface.Block{surface.Text(text)}}
 }
 
@@ -301,12 +356,25 @@ type TurnResult struct {
 
 // Run queues the given user messages for the next turn and runs turns while
 // the inbox holds work. It returns the last turn's result. The error is
-// non-nil only when the session itself failed (a log write, an invariant);
-// model and tool failures end the turn with an error reason instead.
+// non-nil only when the session itself failed (a log write, an invariant)
+// or was busy; model and tool failures end the turn with an error reason
+// instead (see TurnResult.Err).
+//
+// One turn runs on a session at a time: Run on a session whose turn is
+// running (on this agent or another) returns at once with an error
+// matching ErrBusy and queues nothing. Cancel a running turn through the
+// context given to its Run.
 func (a *Agent) Run(ctx context.Context, msgs ...*surface.Message) (*TurnResult, error) {
+	release, err := a.s.acquire("run a turn")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	a.mu.Lock()
 	a.inbox = append(a.inbox, msgs...)
+	a.mu.Unlock()
 	var last *TurnResult
-	for len(a.inbox) > 0 || len(a.stepInbox) > 0 || last == nil {
+	for last == nil || a.hasWork() {
 		res, err := a.turn(ctx)
 		if err != nil {
 			return res, err
@@ -317,4 +385,31 @@ func (a *Agent) Run(ctx context.Context, msgs ...*surface.Message) (*TurnResult,
 		}
 	}
 	return last, nil
+}
+
+// hasWork reports whether either inbox holds messages.
+func (a *Agent) hasWork() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.inbox) > 0 || len(a.stepInbox) > 0
+}
+
+// claim takes the messages a step enters: on the first step of a turn the
+// turn's inbox, then whatever was injected.
+func (a *Agent) claim(first bool) []*surface.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var claimed []*surface.Message
+	if first {
+		claimed, a.inbox = a.inbox, nil
+	}
+	claimed, a.stepInbox = append(claimed, a.stepInbox...), nil
+	return claimed
+}
+
+// injected reports whether messages wait for the next step.
+func (a *Agent) injected() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.stepInbox) > 0
 }

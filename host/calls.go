@@ -65,7 +65,7 @@ func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.
 		}
 		var out []surface.Block
 		var terr *surface.ToolError
-		if t, ok := a.toolsBy[c.Name]; !ok {
+		if t, ok := a.cur.toolsBy[c.Name]; !ok {
 			terr = &surface.ToolError{Name: c.Name, Code: CodeToolNotFound, Reason: fmt.Sprintf("no tool named %q is available", c.Name)}
 		} else {
 			out, terr = a.runTool(ctx, t, c.Arguments)

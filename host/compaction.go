@@ -39,7 +39,7 @@ func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason Compac
 	led := &ledger{ctx: ctx, plugin: c.ID(), budget: b}
 	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer(), ledger: led}
 	by := compactionProposer(c)
-	ps, err := c.Compact(ctx, view, CompactionRequest{Reason: reason, Turn: turn, Route: a.cfg.Route})
+	ps, err := c.Compact(ctx, view, CompactionRequest{Reason: reason, Turn: turn, Route: a.cur.route})
 	if berr := led.exceeded(); berr != nil && !errors.Is(err, ErrBudget) {
 		// Whatever the provider made of the refusal, the compaction failed.
 		if err != nil {
@@ -95,7 +95,16 @@ func (a *Agent) overflowHandler(ctx context.Context, in RequestError) (RequestEr
 
 // CompactNow runs manual compaction with every compaction provider, between
 // turns. It reports whether the surface was rewritten.
+//
+// It is serialised with turns: while a turn runs on the session it
+// returns an error matching ErrBusy.
 func (a *Agent) CompactNow(ctx context.Context) (bool, error) {
+	release, err := a.s.acquire("compact")
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	a.cur = a.settings()
 	if t, _ := a.s.log.OpenTurn(); t != 0 {
 		return false, fmt.Errorf("compaction is busy: turn %d is open", t)
 	}

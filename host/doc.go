@@ -16,4 +16,10 @@
 // and [CallRequest] the summarization requests a compaction provider made
 // (each recorded as a plugin/call event, within the compaction's
 // [CompactionBudget]).
+//
+// Concurrency: one operation drives a session at a time (Run, CompactNow);
+// another one started meanwhile returns an error matching [ErrBusy].
+// [Agent.Inject], the agent's setters, [Session.Snapshot] and
+// [Session.Subscribe] are safe from any goroutine while a turn runs;
+// [Session.Log] is the driver's. docs/embedding.md has the whole contract.
 package host

@@ -60,7 +60,15 @@ func (s *Session) Fork() (*Session, error) {
 // the configured summarizer (by default the conversation's model). The
 // meter's measurements are of the session before the compaction, which
 // the fork equals when each provider is asked.
+//
+// It is serialised with turns: while a turn runs on the session it
+// returns an error matching ErrBusy.
 func (a *Agent) CompactDryRun(ctx context.Context) (*CompactReceipt, error) {
+	release, err := a.s.acquire("dry-run a compaction")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if t, _ := a.s.log.OpenTurn(); t != 0 {
 		return nil, fmt.Errorf("compaction is busy: turn %d is open", t)
 	}
@@ -68,7 +76,9 @@ func (a *Agent) CompactDryRun(ctx context.Context) (*CompactReceipt, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.mu.Lock()
 	cfg := a.cfg
+	a.mu.Unlock()
 	cfg.Meter = nil // the meter folds the real session; it must not see the fork's events
 	b, err := NewAgent(fork, cfg)
 	if err != nil {

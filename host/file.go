@@ -84,11 +84,12 @@ func OpenFile(path string, opts ...SessionOption) (*Session, error) {
 
 // Close flushes the session's committed events to its store, whatever the
 // store, and releases the store's writer (for a session Open returned).
-// Close is idempotent.
+// It ends every subscription (their channels close). Close is idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.flushLocked(context.Background())
+	s.closeSubsLocked()
 	if s.closer != nil {
 		err = errors.Join(err, s.closer())
 		s.closer = nil

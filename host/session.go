@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/sdk/tokenizer"
@@ -122,6 +123,13 @@ type Session struct {
 	mustExist bool
 	// pending are committed events not yet durable.
 	pending []surface.Event
+	// busy is held by the operation that drives the session (a turn, a
+	// manual compaction); see acquire.
+	busy atomic.Bool
+	// subs are the open subscriptions; closed is set by Close, which
+	// closes them.
+	subs   []*Subscription
+	closed bool
 }
 
 // SessionOption configures a Session.
@@ -149,7 +157,18 @@ func NewSession(id string, log *surface.Log, store Appender, opts ...SessionOpti
 	for _, o := range opts {
 		o(s)
 	}
+	s.newID = lockedIDs(s.newID)
 	return s
+}
+
+// lockedIDs makes an id generator safe for concurrent use.
+func lockedIDs(next func() string) func() string {
+	var mu sync.Mutex
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return next()
+	}
 }
 
 // RandomID returns a fresh random message id.
@@ -168,16 +187,21 @@ func CounterIDs(prefix string) func() string {
 // ID is the session id.
 func (s *Session) ID() string { return s.id }
 
-// NewID returns a fresh message id.
+// NewID returns a fresh message id. It is safe to call from any goroutine.
 func (s *Session) NewID() string { return s.newID() }
 
-// Log returns the session's log for reading. Callers must not read it while
-// another goroutine proposes.
+// Log returns the session's live log. It is not safe for concurrent use:
+// read it only from the goroutine that drives the session (inside a turn:
+// the loop and the providers and tools it calls) or while no turn runs.
+// Any other goroutine reads a Snapshot, and follows the log through
+// Subscribe rather than Log().Observe.
 func (s *Session) Log() *surface.Log { return s.log }
 
 // Propose admits ps in order, all or nothing, after checking that by may
 // propose each of them, and persists them before returning. A rejection
-// leaves the log unchanged and names the proposer and the rule.
+// leaves the log unchanged and names the proposer and the rule. Proposals
+// are serialised by the session's mutex; while a turn runs, only the
+// turn's goroutine (the loop and the providers it calls) proposes.
 func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -213,6 +237,7 @@ func (s *Session) Propose(by Proposer, ps ...surface.Proposal) ([]surface.Event,
 		return nil, fmt.Errorf("%s: proposal rejected: %w", by, err)
 	}
 	s.pending = append(s.pending, evs...)
+	s.publishLocked(evs)
 	if by.Kind != ByLoop {
 		// A provider's proposal is acknowledged only once durable.
 		if err := s.flushLocked(context.Background()); err != nil {
@@ -316,6 +341,7 @@ func (s *Session) Repair() ([]surface.Event, error) {
 		return nil, err
 	}
 	s.pending = append(s.pending, evs...)
+	s.publishLocked(evs)
 	return evs, s.flushLocked(context.Background())
 }
 

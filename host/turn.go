@@ -20,7 +20,7 @@ func unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 func (a *Agent) turn(ctx context.Context) (*TurnResult, error) {
 	l := a.s.log
 	if t, _ := l.OpenTurn(); t != 0 {
-		return nil, fmt.Errorf("turn %d is still open", t)
+		return nil, fmt.Errorf("session %s: turn %d is still open: a previous run failed inside it; reopen the session to repair it: %w", a.s.id, t, ErrTurnOpen)
 	}
 	res := &TurnResult{Turn: l.LastTurn() + 1}
 	if _, err := a.s.append(surface.TypeTurnStart, stepRef{Turn: res.Turn}, surface.Op{}, nil); err != nil {
@@ -29,11 +29,7 @@ func (a *Agent) turn(ctx context.Context) (*TurnResult, error) {
 	a.overflow = 0
 	maxTokens := false
 	for step := int64(1); ; step++ {
-		var claimed []*surface.Message
-		if step == 1 {
-			claimed, a.inbox = a.inbox, nil
-		}
-		claimed, a.stepInbox = append(claimed, a.stepInbox...), nil
+		claimed := a.claim(step == 1)
 		out, err := a.step(ctx, res.Turn, step, claimed)
 		if err != nil {
 			return nil, err
@@ -50,7 +46,7 @@ func (a *Agent) turn(ctx context.Context) (*TurnResult, error) {
 		case out.continues:
 			res.Reason = surface.EndReason{Kind: surface.EndError, Error: &surface.CallError{
 				Message: fmt.Sprintf("the turn reached its limit of %d steps", a.cfg.MaxSteps), Code: "MAX_STEPS"}}
-		case len(a.stepInbox) > 0:
+		case a.injected():
 			continue // steering queued for the next step
 		case maxTokens:
 			res.Reason = surface.EndReason{Kind: surface.EndMaxTokens}
@@ -75,6 +71,7 @@ type stepOutcome struct {
 // step runs one step (spec 8.2, in the order of spec 0 item 1).
 func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.Message) (stepOutcome, error) {
 	l := a.s.log
+	a.cur = a.settings()
 	if a.cfg.StepBudget > 0 {
 		a.budget = time.Now().Add(a.cfg.StepBudget)
 	}
@@ -109,7 +106,7 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	// Project the system prompt.
 	var commits []surface.PromptCommit
 	series := d.StartsSeries || l.ContentGeneration() != a.baseGen || a.toolsChanged()
-	popts := surface.PromptOptions{InHistory: a.cfg.Route.InHistory, StartsSeries: series, Plugin: a.promptID(), NewID: a.s.newID}
+	popts := surface.PromptOptions{InHistory: a.cur.route.InHistory, StartsSeries: series, Plugin: a.promptID(), NewID: a.s.newID}
 	rendered, err := a.render(ctx, &asm)
 	switch {
 	case err == nil:
@@ -203,7 +200,7 @@ func hasSystemNode(l *surface.Log) bool {
 }
 
 func (a *Agent) assemble() Assembly {
-	asm := Assembly{Sections: a.cfg.Sections, Tools: a.schemas, Data: a.cfg.Data, Route: a.cfg.Route}
+	asm := Assembly{Sections: a.cur.sections, Tools: a.cur.schemas, Data: a.cfg.Data, Route: a.cur.route}
 	if a.cfg.Runtime != nil {
 		asm.Runtime = a.cfg.Runtime()
 	}
@@ -237,7 +234,7 @@ func (a *Agent) toolsChanged() bool {
 	if h == nil {
 		return false
 	}
-	return !(surface.Header{Config: h.Config, Tools: a.schemas}).Canonical().Equal(surface.Header{Config: h.Config, Tools: h.Tools})
+	return !(surface.Header{Config: h.Config, Tools: a.cur.schemas}).Canonical().Equal(surface.Header{Config: h.Config, Tools: h.Tools})
 }
 
 type attemptResult struct {
@@ -251,6 +248,7 @@ type attemptResult struct {
 // the stream, and its settlement.
 func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeries bool) (attemptResult, error) {
 	l := a.s.log
+	a.cur.route = a.Route() // a route switched during the step applies from this request on
 	cfg, failures, err := a.RequestChain.Run(ctx, a.defaultConfig())
 	for _, f := range failures {
 		a.log.Warn("request handler failed", "handler", f.Handler, "error", f.Err)
@@ -333,9 +331,9 @@ func (a *Agent) onDelta(d llm.Delta) {
 
 // defaultConfig is the agent/request default: the route's config.
 func (a *Agent) defaultConfig() surface.CallConfig {
-	c := surface.CallConfig{Provider: a.cfg.Route.Provider, Model: a.cfg.Route.Model}
-	if a.cfg.Route.MaxTokens > 0 {
-		mt := a.cfg.Route.MaxTokens
+	c := surface.CallConfig{Provider: a.cur.route.Provider, Model: a.cur.route.Model}
+	if a.cur.route.MaxTokens > 0 {
+		mt := a.cur.route.MaxTokens
 		c.MaxTokens = &mt
 	}
 	return c
@@ -344,7 +342,7 @@ func (a *Agent) defaultConfig() surface.CallConfig {
 // logHeader logs request/header per spec 7.2 and 7.3.
 func (a *Agent) logHeader(cfg surface.CallConfig, startsRequestSeries bool) error {
 	l := a.s.log
-	h := surface.Header{Config: cfg, Tools: a.schemas}.Canonical()
+	h := surface.Header{Config: cfg, Tools: a.cur.schemas}.Canonical()
 	gen := l.ContentGeneration()
 	series := startsRequestSeries || gen != a.baseGen
 	latest := l.Header()
@@ -370,8 +368,8 @@ func (a *Agent) logHeader(cfg surface.CallConfig, startsRequestSeries bool) erro
 
 // logContext logs request/context when the route's facts changed (7.4).
 func (a *Agent) logContext(cfg surface.CallConfig) error {
-	rc := RequestContext{Provider: cfg.Provider, Model: cfg.Model, ContextWindow: a.cfg.Route.ContextWindow}
-	if a.cfg.Route.InHistory {
+	rc := RequestContext{Provider: cfg.Provider, Model: cfg.Model, ContextWindow: a.cur.route.ContextWindow}
+	if a.cur.route.InHistory {
 		rc.SystemPromptUpdate = "in-history"
 	}
 	if a.lastCtx != nil && *a.lastCtx == rc {

@@ -79,8 +79,27 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	// A subscriber follows the session from another goroutine: it gets
+	// every committed event, in order, without ever holding up the loop.
+	sub := s.Subscribe(0)
+	printed := make(chan struct{})
+	go func() {
+		defer close(printed)
+		var types []string
+		for e := range sub.Events() {
+			types = append(types, e.Type)
+		}
+		fmt.Println("subscriber saw:", strings.Join(types, " "))
+		fmt.Println("subscriber dropped:", sub.Dropped())
+	}()
+
 	res, err := agent.Run(context.Background(), agent.UserMessage("Say hello loudly."))
 	if err != nil {
+		panic(err)
+	}
+	sub.Close() // the events already delivered stay readable
+	<-printed
+	if err := res.Err(); err != nil { // a failed or aborted turn, typed
 		panic(err)
 	}
 	fmt.Println("turn", res.Turn, res.Reason.Kind, "in", res.Steps, "steps")
@@ -96,6 +115,8 @@ func Example() {
 	}
 	fmt.Println("surface tokens:", m.SurfaceTokens > 0)
 	// Output:
+	// subscriber saw: turn/start step/start system/message user/message request/header request/context assistant/message tool/call tool/result step/end step/start assistant/message step/end turn/end
+	// subscriber dropped: 0
 	// turn 1 completed in 2 steps
 	// system    You are terse.
 	// user      Say hello loudly.
