@@ -98,8 +98,11 @@ func (s Sandbox) HostCompactionBudget() host.CompactionBudget {
 
 // StartTimeout is the deadline of starting a plugin instance: instantiate,
 // the guest runtime's initialisation, init and describe. It is not
-// configurable.
-const StartTimeout = 2 * time.Second
+// configurable. It is well above what a start costs (tens of milliseconds
+// for a C guest, a few hundred for a Go one), so a machine busy with
+// other work does not fail a healthy plugin, and it still stops a guest
+// that loops in init.
+const StartTimeout = 10 * time.Second
 
 // SoftMemoryBytes is the soft memory limit of a plugin instance: three
 // quarters of memoryLimitMiB (48 MiB of the default 64). An instance whose
