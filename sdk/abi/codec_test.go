@@ -218,7 +218,7 @@ func TestMethodKinds(t *testing.T) {
 	require.Equal(t, KindUnspecified, MethodInit.Kind())
 	require.Equal(t, KindUnspecified, MethodDescribe.Kind())
 	require.Equal(t, KindSystemPrompt, MethodPromptRender.Kind())
-	for _, m := range []Method{MethodCompactionPreStep, MethodCompactionManual, MethodCompactionOverflow} {
+	for _, m := range []Method{MethodCompactionPreStep, MethodCompactionManual, MethodCompactionOverflow, MethodCompactionRegion} {
 		require.Equal(t, KindCompaction, m.Kind(), m.String())
 	}
 	require.Equal(t, KindTokenMeter, MethodMeterObserve.Kind())
@@ -240,6 +240,38 @@ func TestGrants(t *testing.T) {
 	require.True(t, Granted(KindTokenMeter, ImportCountTokens))
 	require.True(t, Granted(KindSystemPrompt, ImportCountTokens))
 	require.False(t, Granted(KindSystemPrompt, ImportSurfaceNodes))
+	// event is granted where message is.
+	for _, k := range append([]Kind{KindUnspecified}, Kinds...) {
+		require.Equal(t, Granted(k, ImportMessage), Granted(k, ImportEvent), k.String())
+	}
+}
+
+// The minor-2 region additions round-trip, and a description or request
+// of an older minor (without them) decodes to their zero values.
+func TestRegionRoundTrip(t *testing.T) {
+	d := Description{Name: "c", Kinds: []Kind{KindCompaction}, AbiMinor: 2, Methods: []Method{MethodCompactionRegion}}
+	var got Description
+	require.NoError(t, got.Decode(d.Encode(nil)))
+	require.Equal(t, d, got)
+	require.True(t, got.Implements(MethodCompactionRegion))
+	old := Description{Name: "c", Kinds: []Kind{KindCompaction}, AbiMinor: 1}
+	require.NoError(t, got.Decode(old.Encode(nil)))
+	require.Nil(t, got.Methods)
+	require.False(t, got.Implements(MethodCompactionRegion))
+
+	r := CompactionRequest{Turn: 0, CommandID: "c1", RegionStartSeq: 7, RegionEndSeq: 12, State: []byte("s")}
+	var gr CompactionRequest
+	require.NoError(t, gr.Decode(r.Encode(nil)))
+	require.Equal(t, r, gr)
+	// Fields 8 and 9, varints: 40 07 48 0c.
+	require.Equal(t, []byte{0x40, 0x07, 0x48, 0x0c}, (&CompactionRequest{RegionStartSeq: 7, RegionEndSeq: 12}).Encode(nil))
+
+	e := EventData{Seq: 42, Type: "tool/result", Data: []byte(`{"turn":3,"step":2}`)}
+	var ge EventData
+	require.NoError(t, ge.Decode(e.Encode(nil)))
+	require.Equal(t, e, ge)
+	require.Equal(t, []byte{0x08, 0x2a, 0x12, 0x03, 'a', '/', 'b', 0x1a, 0x02, '{', '}'},
+		(&EventData{Seq: 42, Type: "a/b", Data: []byte("{}")}).Encode(nil))
 }
 
 // FuzzDecode feeds arbitrary bytes to every decoder: none may panic, and a
