@@ -31,17 +31,19 @@ func (a *Agent) CompactRegion(ctx context.Context, start, end int64) (bool, erro
 	if t, _ := a.s.log.OpenTurn(); t != 0 {
 		return false, fmt.Errorf("compaction is busy: turn %d is open", t)
 	}
-	if start > end {
-		return false, fmt.Errorf("region %d..%d is empty: its start is after its end", start, end)
-	}
-	onSurface := map[int64]bool{}
-	for _, n := range a.s.log.Surface() {
-		onSurface[n.Seq] = true
+	// Positions, not seqs, order the surface: a checkpoint has a later
+	// seq than the nodes after it.
+	at := map[int64]int{}
+	for i, n := range a.s.log.Surface() {
+		at[n.Seq] = i
 	}
 	for _, seq := range []int64{start, end} {
-		if !onSurface[seq] {
+		if _, ok := at[seq]; !ok {
 			return false, fmt.Errorf("region %d..%d: seq %d is not a current surface node", start, end, seq)
 		}
+	}
+	if at[start] > at[end] {
+		return false, fmt.Errorf("region %d..%d is empty: its start (surface node %d) comes after its end (node %d)", start, end, at[start], at[end])
 	}
 	var c CompactionProvider
 	var names []string

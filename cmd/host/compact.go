@@ -21,7 +21,8 @@ func init() {
 	register(&command{name: "compact", args: "SESSION", summary: "compact a session now (manual compaction, between turns; --range START:END compacts that region)", run: compactCmd})
 }
 
-// parseRange parses the --range value START:END, two seqs with START <= END.
+// parseRange parses the --range value START:END, two seqs (the host checks
+// that they are current surface nodes, START's not after END's).
 func parseRange(v string) (start, end int64, err error) {
 	a, b, ok := strings.Cut(v, ":")
 	if ok {
@@ -30,8 +31,8 @@ func parseRange(v string) (start, end int64, err error) {
 			end, err = strconv.ParseInt(b, 10, 64)
 		}
 	}
-	if !ok || err != nil || start < 0 || end < start {
-		return 0, 0, usagef("--range %q: want START:END, two seqs of current surface nodes with START <= END (e.g. --range 3:9)", v)
+	if !ok || err != nil || start < 0 || end < 0 {
+		return 0, 0, usagef("--range %q: want START:END, the seqs of the first and last surface node to compact (e.g. --range 3:9)", v)
 	}
 	return start, end, nil
 }
