@@ -11,6 +11,7 @@ import (
 	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/host/provider"
 	"github.com/weirhost/weir/sdk/abi"
+	"github.com/weirhost/weir/sdk/plugintest"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -97,6 +98,16 @@ func TestRegionOnAGuestWithoutIt(t *testing.T) {
 	require.Len(t, l.s.Log().Events(), n, "nothing was written")
 
 	require.False(t, comp.Disabled("session-1"))
+
+	// The runtime refuses the call itself without reaching the guest.
+	raw, err := plugintest.Runtime(t).Load(context.Background(), "checkpoint-raw", modules["checkpoint"])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = raw.Close(context.Background()) })
+	require.False(t, raw.Implements(abi.MethodCompactionRegion))
+	_, err = raw.Region(context.Background(), plugin.UnimplementedHost{}, &abi.CompactionRequest{RegionStartSeq: 1, RegionEndSeq: 2})
+	require.ErrorIs(t, err, plugin.ErrUnsupported)
+	require.EqualError(t, err, `plugin "checkpoint-raw": call compaction.region: plugin does not implement compaction.region (its describe lists no such method)`)
+	require.Zero(t, raw.Stats().Calls, "no call reached the guest")
 
 	// Manual compaction still works.
 	changed, err = l.a.CompactNow(context.Background())
