@@ -94,7 +94,7 @@ type PluginCall struct {
 	Kind   string `json:"kind"`
 	// Call is the host import: "summarize".
 	Call string `json:"call"`
-	// Reason is why the compaction ran: pressure, context-overflow, manual.
+	// Reason is why the compaction ran: pressure, context-overflow, manual, region.
 	Reason string `json:"reason"`
 	// CompactionID is the compaction's id, when its proposals named one.
 	CompactionID string `json:"compactionId,omitzero"`

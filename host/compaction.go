@@ -17,7 +17,14 @@ import (
 // the provider's failure and proposes nothing. The summarize calls it made
 // are recorded as plugin/call events after its own events.
 func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason CompactionReason) error {
-	if reason != CompactManual {
+	return a.compactWith(ctx, c, CompactionRequest{Reason: reason})
+}
+
+// compactWith is compact with a whole request; the host fills its Turn
+// and Route.
+func (a *Agent) compactWith(ctx context.Context, c CompactionProvider, req CompactionRequest) error {
+	reason := req.Reason
+	if reason != CompactManual && reason != CompactRegion {
 		var cancel context.CancelFunc
 		ctx, cancel = a.withBudget(ctx, c.ID())
 		defer cancel()
@@ -39,7 +46,8 @@ func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason Compac
 	led := &ledger{ctx: ctx, plugin: c.ID(), budget: b}
 	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer(), ledger: led}
 	by := compactionProposer(c)
-	ps, err := c.Compact(ctx, view, CompactionRequest{Reason: reason, Turn: turn, Route: a.cur.route})
+	req.Turn, req.Route = turn, a.cur.route
+	ps, err := c.Compact(ctx, view, req)
 	if berr := led.exceeded(); berr != nil && !errors.Is(err, ErrBudget) {
 		// Whatever the provider made of the refusal, the compaction failed.
 		if err != nil {

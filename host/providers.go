@@ -92,6 +92,10 @@ const (
 	CompactPressure CompactionReason = "pressure"
 	CompactOverflow CompactionReason = "context-overflow"
 	CompactManual   CompactionReason = "manual"
+	// CompactRegion asks for the compaction of the surface nodes
+	// CompactionRequest.Start..End (Agent.CompactRegion); only a provider
+	// that is a RegionCompactor saying so is asked.
+	CompactRegion CompactionReason = "region"
 )
 
 // CompactionRequest is what a compaction provider is asked to do.
@@ -101,6 +105,9 @@ type CompactionRequest struct {
 	Turn int64
 	// Route is the conversation's route (the summarization default).
 	Route Route
+	// Start and End (CompactRegion only) are the first and last seq of the
+	// current surface nodes to compact.
+	Start, End int64
 }
 
 // CompactionProvider proposes surface replacements that shrink the surface.

@@ -50,6 +50,7 @@ func (d *dispatcher) call(method abi.Method, in []byte) (frame []byte) {
 			Name: d.plugin.Name, Version: d.plugin.Version, Kinds: d.plugin.kinds(),
 			AbiMinor: abi.Minor, Sdk: Version, Events: d.plugin.Events,
 			RenderOnChange: d.plugin.RenderOnChange, WarmState: d.plugin.WarmState,
+			Methods: d.plugin.methods(),
 		}
 		return d.ok(desc.Encode)
 	}
@@ -59,7 +60,7 @@ func (d *dispatcher) call(method abi.Method, in []byte) (frame []byte) {
 	switch method {
 	case abi.MethodPromptRender:
 		return d.renderPrompt(in)
-	case abi.MethodCompactionPreStep, abi.MethodCompactionManual, abi.MethodCompactionOverflow:
+	case abi.MethodCompactionPreStep, abi.MethodCompactionManual, abi.MethodCompactionOverflow, abi.MethodCompactionRegion:
 		return d.compaction(method, in)
 	case abi.MethodMeterObserve:
 		return d.meterObserve(in)
@@ -109,6 +110,10 @@ func (d *dispatcher) compaction(method abi.Method, in []byte) []byte {
 	if p == nil {
 		return d.unsupported(abi.KindCompaction)
 	}
+	rc, region := p.(RegionCompactor)
+	if method == abi.MethodCompactionRegion && !region {
+		return d.fail(abi.StatusUnsupported, "plugin does not implement compaction.region")
+	}
 	if err := d.compact.Decode(in); err != nil {
 		return d.fail(abi.StatusBadRequest, err.Error())
 	}
@@ -119,6 +124,8 @@ func (d *dispatcher) compaction(method abi.Method, in []byte) []byte {
 		res, err = p.PreStep(&d.host, &d.compact)
 	case abi.MethodCompactionManual:
 		res, err = p.Manual(&d.host, &d.compact)
+	case abi.MethodCompactionRegion:
+		res, err = rc.Region(&d.host, &d.compact)
 	default:
 		res, err = p.Overflow(&d.host, &d.compact)
 	}

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -310,4 +311,72 @@ func TestWarmStateStatuses(t *testing.T) {
 
 	r = decodeFrame(t, d.call(abi.MethodMeterMeasure, (&abi.MeasureRequest{StateKey: 8, TotalsOnly: true}).Encode(nil)))
 	require.Equal(t, abi.StatusStateUnknown, r.Status)
+}
+
+// regionCompaction implements compaction.region on top of testCompaction.
+type regionCompaction struct {
+	testCompaction
+	got *CompactionRequest
+}
+
+func (c regionCompaction) Region(_ *Host, req *CompactionRequest) (*CompactionResult, error) {
+	*c.got = *req
+	return &CompactionResult{Proposals: []Proposal{{Type: "compaction/start"}}}, nil
+}
+
+func TestCompactionRegion(t *testing.T) {
+	// A compaction provider without Region neither declares nor serves it.
+	d := newTestDispatcher(t, Plugin{Compaction: testCompaction{}}, noHost{})
+	var desc abi.Description
+	require.NoError(t, desc.Decode(decodeFrame(t, d.call(abi.MethodDescribe, nil)).Result))
+	require.Empty(t, desc.Methods)
+	r := decodeFrame(t, d.call(abi.MethodCompactionRegion, nil))
+	require.Equal(t, abi.StatusUnsupported, r.Status)
+	require.Equal(t, "plugin does not implement compaction.region", r.Error)
+
+	got := new(CompactionRequest)
+	d = newTestDispatcher(t, Plugin{Compaction: regionCompaction{got: got}}, noHost{})
+	require.NoError(t, desc.Decode(decodeFrame(t, d.call(abi.MethodDescribe, nil)).Result))
+	require.Equal(t, []abi.Method{abi.MethodCompactionRegion}, desc.Methods)
+	r = decodeFrame(t, d.call(abi.MethodCompactionRegion, (&abi.CompactionRequest{RegionStartSeq: 3, RegionEndSeq: 9}).Encode(nil)))
+	require.Equal(t, abi.StatusOK, r.Status, r.Error)
+	require.Equal(t, int64(3), got.RegionStartSeq)
+	require.Equal(t, int64(9), got.RegionEndSeq)
+	var res abi.CompactionResult
+	require.NoError(t, res.Decode(r.Result))
+	require.Equal(t, "compaction/start", res.Proposals[0].Type)
+}
+
+// eventHost answers the event import for seq 4 only.
+type eventHost struct {
+	fakeHost
+	asked []int
+}
+
+func (f *eventHost) event(seq int64, buf []byte) int32 {
+	f.asked = append(f.asked, len(buf))
+	if seq != 4 {
+		f.lastErr = "event: no event at seq " + strconv.FormatInt(seq, 10)
+		return abi.HostNotFound
+	}
+	data := (&abi.EventData{Seq: 4, Type: "tool/result", Data: []byte(`{"turn":2,"step":1}`)}).Encode(nil)
+	if len(data) > len(buf) {
+		return int32(len(data))
+	}
+	return int32(copy(buf, data))
+}
+
+func TestHostEvent(t *testing.T) {
+	f := &eventHost{}
+	h := &Host{raw: f}
+	e, err := h.Event(4)
+	require.NoError(t, err)
+	require.Equal(t, &EventData{Seq: 4, Type: "tool/result", Data: []byte(`{"turn":2,"step":1}`)}, e)
+	require.Len(t, f.asked, 2, "the first call asks the size, the second fetches")
+	_, err = h.Event(5)
+	var he *HostError
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, abi.HostNotFound, he.Code)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Contains(t, err.Error(), "no event at seq 5")
 }

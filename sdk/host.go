@@ -13,6 +13,7 @@ import (
 type hostABI interface {
 	surfaceNodes(buf []byte) int32
 	message(seq int64, buf []byte) int32
+	event(seq int64, buf []byte) int32
 	generations(buf []byte) int32
 	header(buf []byte) int32
 	measure(buf []byte) int32
@@ -100,6 +101,23 @@ func (h *Host) Message(seq int64) ([]byte, error) {
 	return bytes.Clone(b), nil
 }
 
+// Event returns the type and stored data JSON of the committed event at
+// seq (any event of the log, not only surface nodes), for example a tool
+// result's turn and step. It needs a host of ABI minor 2
+// (InitRequest.abi_minor); ErrNotFound when the log has no such seq.
+func (h *Host) Event(seq int64) (*EventData, error) {
+	b, err := h.query(abi.ImportEvent, func(buf []byte) int32 { return h.raw.event(seq, buf) })
+	if err != nil {
+		return nil, err
+	}
+	e := new(EventData)
+	if err := e.Decode(b); err != nil {
+		return nil, &HostError{Import: abi.ImportEvent, Code: abi.HostFailed, Reason: err.Error()}
+	}
+	e.Data = bytes.Clone(e.Data)
+	return e, nil
+}
+
 // Generations returns the surface generations and the log length.
 func (h *Host) Generations() (Generations, error) {
 	var g Generations
@@ -168,6 +186,7 @@ type noHost struct{}
 
 func (noHost) surfaceNodes([]byte) int32     { return abi.HostNotGranted }
 func (noHost) message(int64, []byte) int32   { return abi.HostNotGranted }
+func (noHost) event(int64, []byte) int32     { return abi.HostNotGranted }
 func (noHost) generations([]byte) int32      { return abi.HostNotGranted }
 func (noHost) header([]byte) int32           { return abi.HostNotGranted }
 func (noHost) measure([]byte) int32          { return abi.HostNotGranted }

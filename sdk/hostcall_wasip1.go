@@ -10,6 +10,9 @@ func weirSurfaceNodes(buf unsafe.Pointer, limit uint32) int32
 //go:wasmimport weir message
 func weirMessage(seq int64, buf unsafe.Pointer, limit uint32) int32
 
+//go:wasmimport weir event
+func weirEvent(seq int64, buf unsafe.Pointer, limit uint32) int32
+
 //go:wasmimport weir generations
 func weirGenerations(buf unsafe.Pointer, limit uint32) int32
 
@@ -55,6 +58,11 @@ func (wasmImports) surfaceNodes(buf []byte) int32 {
 func (wasmImports) message(seq int64, buf []byte) int32 {
 	p, n := ptr(buf)
 	return weirMessage(seq, p, n)
+}
+
+func (wasmImports) event(seq int64, buf []byte) int32 {
+	p, n := ptr(buf)
+	return weirEvent(seq, p, n)
 }
 
 func (wasmImports) generations(buf []byte) int32 {

@@ -17,6 +17,7 @@ type (
 	Intent            = abi.Intent
 	ObserveRequest    = abi.ObserveRequest
 	Event             = abi.Event
+	EventData         = abi.EventData
 	MeasureRequest    = abi.MeasureRequest
 	Measurement       = abi.Measurement
 	NodeTokens        = abi.NodeTokens
@@ -38,6 +39,17 @@ type CompactionProvider interface {
 	PreStep(h *Host, req *CompactionRequest) (*CompactionResult, error)
 	Manual(h *Host, req *CompactionRequest) (*CompactionResult, error)
 	Overflow(h *Host, req *CompactionRequest) (*CompactionResult, error)
+}
+
+// RegionCompactor is a CompactionProvider that also compacts a range of
+// the surface on request (compaction.region, ABI minor 2): req carries
+// RegionStartSeq and RegionEndSeq, the first and last seq of the current
+// surface nodes to compact. A registered compaction provider that
+// implements it is declared in describe (Description.Methods); the host
+// never asks one that does not.
+type RegionCompactor interface {
+	CompactionProvider
+	Region(h *Host, req *CompactionRequest) (*CompactionResult, error)
 }
 
 // TokenMeter counts the session's tokens. Observe folds newly committed
@@ -89,6 +101,14 @@ func (p *Plugin) kinds() []abi.Kind {
 		ks = append(ks, abi.KindTokenMeter)
 	}
 	return ks
+}
+
+// methods lists the optional methods the plugin implements.
+func (p *Plugin) methods() []abi.Method {
+	if _, ok := p.Compaction.(RegionCompactor); ok {
+		return []abi.Method{abi.MethodCompactionRegion}
+	}
+	return nil
 }
 
 var registered *dispatcher

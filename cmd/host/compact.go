@@ -18,7 +18,23 @@ import (
 )
 
 func init() {
-	register(&command{name: "compact", args: "SESSION", summary: "compact a session now (manual compaction, between turns)", run: compactCmd})
+	register(&command{name: "compact", args: "SESSION", summary: "compact a session now (manual compaction, between turns; --range START:END compacts that region)", run: compactCmd})
+}
+
+// parseRange parses the --range value START:END, two seqs (the host checks
+// that they are current surface nodes, START's not after END's).
+func parseRange(v string) (start, end int64, err error) {
+	a, b, ok := strings.Cut(v, ":")
+	if ok {
+		start, err = strconv.ParseInt(a, 10, 64)
+		if err == nil {
+			end, err = strconv.ParseInt(b, 10, 64)
+		}
+	}
+	if !ok || err != nil || start < 0 || end < 0 {
+		return 0, 0, usagef("--range %q: want START:END, the seqs of the first and last surface node to compact (e.g. --range 3:9)", v)
+	}
+	return start, end, nil
 }
 
 func compactCmd(e *env, args []string) error {
@@ -27,12 +43,22 @@ func compactCmd(e *env, args []string) error {
 	o.flags(fs, false)
 	dry := fs.Bool("dry-run", false, "run the configured compaction on an in-memory copy and print its receipt; nothing is written")
 	asJSON := fs.Bool("json", false, "with --dry-run: print the receipt as JSON")
+	region := fs.String("range", "", "compact only the surface nodes of seqs `START:END` (inclusive), with a plugin that declares compaction.region")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usagef("usage: host compact [flags] SESSION")
+	}
+	var start, end int64
+	if *region != "" {
+		if start, end, err = parseRange(*region); err != nil {
+			return err
+		}
+		if *dry {
+			return usagef("--range does not combine with --dry-run")
+		}
 	}
 	if *asJSON && !*dry {
 		return usagef("--json needs --dry-run: a compaction that writes prints its result as text")
@@ -72,7 +98,12 @@ func compactCmd(e *env, args []string) error {
 	p := newPrinter(e.stdout)
 	p.watch(s.Log(), prov.compactors)
 	before, from := s.Log().NodeCount(), s.Log().NextSeq()
-	changed, err := a.CompactNow(ctx)
+	var changed bool
+	if *region != "" {
+		changed, err = a.CompactRegion(ctx, start, end)
+	} else {
+		changed, err = a.CompactNow(ctx)
+	}
 	if interrupted() {
 		return &exitStatus{code: 130, msg: "interrupted: the compaction was cancelled and nothing committed was lost; session " + pos[0]}
 	}

@@ -32,6 +32,15 @@ type Host interface {
 	CountTokens(ctx context.Context, tokenizer string, text []byte) (int, error)
 }
 
+// EventHost is a Host that also answers the event import (ABI minor 2):
+// the type and stored data JSON of the committed event at seq, any event
+// of the log. A Host that does not implement it answers that import with
+// "not granted".
+type EventHost interface {
+	Host
+	Event(ctx context.Context, seq int64) (*abi.EventData, error)
+}
+
 // UnimplementedHost answers every query with ErrNotGranted.
 type UnimplementedHost struct{}
 
@@ -40,6 +49,11 @@ func (UnimplementedHost) SurfaceNodes(context.Context) ([]abi.Node, error) { ret
 
 // Message implements Host.
 func (UnimplementedHost) Message(context.Context, int64) ([]byte, error) { return nil, ErrNotGranted }
+
+// Event implements EventHost.
+func (UnimplementedHost) Event(context.Context, int64) (*abi.EventData, error) {
+	return nil, ErrNotGranted
+}
 
 // Generations implements Host.
 func (UnimplementedHost) Generations(context.Context) (abi.Generations, error) {

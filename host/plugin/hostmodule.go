@@ -22,6 +22,7 @@ var (
 var hostImports = map[string]wasmparse.FuncType{
 	abi.ImportSurfaceNodes: {Params: []wasmparse.ValueType{i32, i32}, Results: []wasmparse.ValueType{i32}},
 	abi.ImportMessage:      {Params: []wasmparse.ValueType{i64, i32, i32}, Results: []wasmparse.ValueType{i32}},
+	abi.ImportEvent:        {Params: []wasmparse.ValueType{i64, i32, i32}, Results: []wasmparse.ValueType{i32}},
 	abi.ImportGenerations:  {Params: []wasmparse.ValueType{i32, i32}, Results: []wasmparse.ValueType{i32}},
 	abi.ImportHeader:       {Params: []wasmparse.ValueType{i32, i32}, Results: []wasmparse.ValueType{i32}},
 	abi.ImportMeasure:      {Params: []wasmparse.ValueType{i32, i32}, Results: []wasmparse.ValueType{i32}},
@@ -81,6 +82,24 @@ func instantiateHostModule(ctx context.Context, wz wazero.Runtime) error {
 			func(cs *callState, dst []byte) ([]byte, error) {
 				msg, err := cs.host.Message(cs.parent, seq)
 				return append(dst, msg...), err
+			}))
+	})
+	export(abi.ImportEvent, func(ctx context.Context, m api.Module, stack []uint64) {
+		seq := int64(stack[0])
+		stack[0] = api.EncodeI32(answer(ctx, m, abi.ImportEvent, stack[1], stack[2], &seq,
+			func(cs *callState, dst []byte) ([]byte, error) {
+				es, ok := cs.host.(EventHost)
+				if !ok {
+					return nil, ErrNotGranted
+				}
+				e, err := es.Event(cs.parent, seq)
+				if err != nil {
+					return nil, err
+				}
+				if e == nil {
+					return nil, ErrNotFound
+				}
+				return e.Encode(dst), nil
 			}))
 	})
 	export(abi.ImportGenerations, func(ctx context.Context, m api.Module, stack []uint64) {

@@ -76,6 +76,24 @@ func (p *Plugin) Overflow(ctx context.Context, host Host, req *abi.CompactionReq
 	return p.compaction(ctx, host, abi.MethodCompactionOverflow, req)
 }
 
+// Region calls compaction.region (ABI minor 2), which a plugin provides
+// only when its description lists it (Implements); a plugin that does not
+// gets an ErrUnsupported error without a call.
+func (p *Plugin) Region(ctx context.Context, host Host, req *abi.CompactionRequest) (*abi.CompactionResult, error) {
+	if !p.Implements(abi.MethodCompactionRegion) {
+		p.stats.failures.Add(1)
+		return nil, p.fail("call "+abi.MethodCompactionRegion.String(), ErrUnsupported,
+			"plugin does not implement compaction.region (its describe lists no such method)", nil)
+	}
+	return p.compaction(ctx, host, abi.MethodCompactionRegion, req)
+}
+
+// Implements reports whether the plugin declared the optional method m
+// (abi.Description.Methods) and provides its kind.
+func (p *Plugin) Implements(m abi.Method) bool {
+	return p.desc.Provides(m.Kind()) && p.desc.Implements(m)
+}
+
 func (p *Plugin) compaction(ctx context.Context, host Host, method abi.Method, req *abi.CompactionRequest) (*abi.CompactionResult, error) {
 	res := new(abi.CompactionResult)
 	err := p.invoke(ctx, host, method, req.Encode, func(b []byte) error {

@@ -27,7 +27,11 @@ type Compaction struct {
 	sessions map[string]*compactionSession
 }
 
-var _ host.CompactionProvider = (*Compaction)(nil)
+var _ host.RegionCompactor = (*Compaction)(nil)
+
+// CompactsRegion implements host.RegionCompactor: whether the plugin
+// declared compaction.region in its describe answer.
+func (c *Compaction) CompactsRegion() bool { return c.p.Implements(abi.MethodCompactionRegion) }
 
 // compactionSession is the adapter's state for one session.
 type compactionSession struct {
@@ -164,6 +168,13 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 		res, err = c.p.Manual(ctx, h, areq)
 	case host.CompactOverflow:
 		res, err = c.p.Overflow(ctx, h, areq)
+	case host.CompactRegion:
+		if !c.CompactsRegion() {
+			// Asking is the caller's mistake, not the plugin's failure.
+			return nil, notCounted{fmt.Errorf("plugin %q: %w: the plugin's describe answer does not declare it",
+				c.p.Name(), host.ErrRegionUnsupported)}
+		}
+		res, err = c.p.Region(ctx, h, areq)
 	default:
 		return nil, fmt.Errorf("plugin %q: unknown compaction reason %q", c.p.Name(), req.Reason)
 	}
@@ -214,6 +225,8 @@ func methodOf(r host.CompactionReason) abi.Method {
 		return abi.MethodCompactionManual
 	case host.CompactOverflow:
 		return abi.MethodCompactionOverflow
+	case host.CompactRegion:
+		return abi.MethodCompactionRegion
 	}
 	return abi.MethodCompactionPreStep
 }
@@ -232,6 +245,9 @@ func (c *Compaction) request(view *host.View, req host.CompactionRequest, state 
 	}
 	if h := view.Header(); h != nil {
 		r.Route = abi.Route{Provider: h.Config.Provider, Model: h.Config.Model}
+	}
+	if req.Reason == host.CompactRegion {
+		r.RegionStartSeq, r.RegionEndSeq = req.Start, req.End
 	}
 	if req.Reason == host.CompactOverflow {
 		r.Failure = abi.Failure{Code: llm.CodeContextOverflow, Message: "the model refused the request as longer than its context window"}

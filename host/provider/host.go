@@ -231,6 +231,21 @@ func (h *Host) Message(_ context.Context, seq int64) ([]byte, error) {
 	return messageJSON(&e)
 }
 
+var _ plugin.EventHost = (*Host)(nil)
+
+// Event implements plugin.EventHost: the type and stored data JSON of the
+// committed event at seq, on the surface or not.
+func (h *Host) Event(_ context.Context, seq int64) (*abi.EventData, error) {
+	if err := h.session(); err != nil {
+		return nil, err
+	}
+	e, ok := h.r.Event(seq)
+	if !ok {
+		return nil, fmt.Errorf("seq %d is not in the log (its length is %d): %w", seq, h.r.NextSeq(), plugin.ErrNotFound)
+	}
+	return &abi.EventData{Seq: e.Seq, Type: e.Type, Data: e.Data}, nil
+}
+
 // Generations implements plugin.Host.
 func (h *Host) Generations(context.Context) (abi.Generations, error) {
 	if err := h.session(); err != nil {

@@ -29,6 +29,7 @@ var moduleDirs = map[string]string{
 	"loop":       "testdata/summarize-loop",
 	"flaky":      "testdata/flaky",
 	"badmeter":   "testdata/badmeter",
+	"eventprobe": "testdata/eventprobe",
 }
 
 func TestMain(m *testing.M) {

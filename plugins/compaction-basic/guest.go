@@ -33,6 +33,14 @@ func (p *provider) Overflow(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.Compa
 	return p.run(h, req, compact.Overflow)
 }
 
+// Region implements sdk.RegionCompactor (compaction.region): it
+// summarizes exactly the requested span, which must be current surface
+// nodes with tool-pairing balanced cuts and must not cover node 0's system
+// prompt.
+func (p *provider) Region(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.CompactionResult, error) {
+	return p.run(h, req, compact.Region)
+}
+
 // run decodes the state blob, runs one compaction and returns its proposals
 // and, when it changed, the new state.
 func (p *provider) run(h *sdk.Host, req *sdk.CompactionRequest, reason compact.Reason) (*sdk.CompactionResult, error) {
@@ -51,6 +59,7 @@ func (p *provider) run(h *sdk.Host, req *sdk.CompactionRequest, reason compact.R
 		Turn:   req.Turn,
 		Route: compact.Route{Provider: req.Route.Provider, Model: req.Route.Model,
 			ContextWindow: req.Limits.ContextWindow, MaxTokens: req.Limits.DefaultMaxTokens},
+		Span: compact.Span{Start: req.RegionStartSeq, End: req.RegionEndSeq},
 	}, st)
 	if err != nil {
 		return nil, err

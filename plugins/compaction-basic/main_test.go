@@ -30,7 +30,7 @@ import (
 func TestDescribeAndConfig(t *testing.T) {
 	p := plugintest.Load(t, ".")
 	require.Equal(t, abi.Description{Name: Name, Version: "1.0.0", Kinds: []abi.Kind{abi.KindCompaction}, AbiMinor: abi.Minor,
-		Sdk: "weir-go-sdk/1.0"}, p.Description())
+		Sdk: "weir-go-sdk/1.0", Methods: []abi.Method{abi.MethodCompactionRegion}}, p.Description())
 	wasm := plugintest.Build(t, ".")
 	for cfg, want := range map[string]string{
 		`{"thresholdRatio": 0.5, "retainRatoi": 0.1}`:                         `retainRatoi`,

@@ -8,9 +8,10 @@ package main
 // replaced by the WASM one.
 //
 // What the ABI changes, and how the tests observe it:
-//   - The ABI has no region request (compaction.prestep, .manual and
-//     .overflow only): the region items (93, 95, 96) run through manual
-//     or pressure compaction, whose ranges the plugin selects itself.
+//   - The region items (93, 95, 96) run through manual or pressure
+//     compaction, whose ranges the plugin selects itself, as they did
+//     before the ABI had compaction.region (minor 2); wasm_region_test.go
+//     runs compaction.region itself.
 //   - The plugin writes warnings without proposals to stderr; the runtime
 //     logs them at WARN under the plugin's name (the logs buffer here).
 //   - Compaction ids derive from the bracket's seq alone (the ABI carries
@@ -623,9 +624,9 @@ func twoTurns(t *testing.T, sys, config string, mod func(h *wh)) *wh {
 	return h
 }
 
-// The ABI has no region request: the bracket is produced by manual
-// compaction, whose range the plugin selects (head excluded, newest node
-// kept).
+// The bracket is produced by manual compaction, whose range the plugin
+// selects (head excluded, newest node kept); wasm_region_test.go covers
+// compaction.region.
 func TestI93_WASM_CompactionLands(t *testing.T) {
 	h := twoTurns(t, "You are helpful.", `{"maxTokens": 300}`, nil)
 	before := h.s.Log().Nodes()

@@ -10,7 +10,10 @@ import "strconv"
 // cost work: Description.render_on_change and warm_state, state keys on
 // meter requests (ObserveRequest.state_key, next_state_key, state_optional,
 // ObserveResult.state_kept, MeasureRequest.state_key, totals_only),
-// StatusStateUnknown and CompactionResult.idle_below_tokens.
+// StatusStateUnknown and CompactionResult.idle_below_tokens; and
+// compaction.region (method 35, declared in Description.methods, with
+// CompactionRequest.region_start_seq and region_end_seq) and the event
+// import.
 const (
 	Major uint32 = 1
 	Minor uint32 = 2
@@ -38,12 +41,14 @@ const (
 	ImportSummarize    = "summarize"     // (req, req_len, buf, limit i32) -> i32
 	ImportCountTokens  = "count_tokens"  // (name, name_len, text, text_len i32) -> i64
 	ImportLastError    = "last_error"    // (buf, limit i32) -> i32
+	ImportEvent        = "event"         // (seq i64, buf, limit i32) -> i32; minor 2
 )
 
 // Imports lists every host import name, in a fixed order.
 var Imports = []string{
 	ImportSurfaceNodes, ImportMessage, ImportGenerations, ImportHeader,
 	ImportMeasure, ImportSummarize, ImportCountTokens, ImportLastError,
+	ImportEvent,
 }
 
 // Host import status codes. A host import returns a non-negative length on
@@ -113,15 +118,18 @@ const (
 	MethodCompactionPreStep  Method = 32
 	MethodCompactionManual   Method = 33
 	MethodCompactionOverflow Method = 34
-	MethodMeterObserve       Method = 48
-	MethodMeterMeasure       Method = 49
+	// MethodCompactionRegion (minor 2) is optional: the host calls it only
+	// on a plugin whose Description.Methods lists it.
+	MethodCompactionRegion Method = 35
+	MethodMeterObserve     Method = 48
+	MethodMeterMeasure     Method = 49
 )
 
 // Methods lists the defined methods, in numeric order.
 var Methods = []Method{
 	MethodInit, MethodDescribe, MethodPromptRender,
 	MethodCompactionPreStep, MethodCompactionManual, MethodCompactionOverflow,
-	MethodMeterObserve, MethodMeterMeasure,
+	MethodCompactionRegion, MethodMeterObserve, MethodMeterMeasure,
 }
 
 func (m Method) String() string {
@@ -138,6 +146,8 @@ func (m Method) String() string {
 		return "compaction.manual"
 	case MethodCompactionOverflow:
 		return "compaction.overflow"
+	case MethodCompactionRegion:
+		return "compaction.region"
 	case MethodMeterObserve:
 		return "meter.observe"
 	case MethodMeterMeasure:
@@ -221,13 +231,13 @@ func Granted(kind Kind, imp string) bool {
 		return imp == ImportCountTokens
 	case KindCompaction:
 		switch imp {
-		case ImportSurfaceNodes, ImportMessage, ImportGenerations, ImportHeader,
+		case ImportSurfaceNodes, ImportMessage, ImportEvent, ImportGenerations, ImportHeader,
 			ImportMeasure, ImportSummarize, ImportCountTokens:
 			return true
 		}
 	case KindTokenMeter:
 		switch imp {
-		case ImportSurfaceNodes, ImportMessage, ImportGenerations, ImportHeader,
+		case ImportSurfaceNodes, ImportMessage, ImportEvent, ImportGenerations, ImportHeader,
 			ImportCountTokens:
 			return true
 		}

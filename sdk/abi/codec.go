@@ -263,12 +263,14 @@ func (m *Description) Encode(b []byte) []byte {
 		b = putStringAlways(b, 6, e)
 	}
 	b = putBool(b, 7, m.RenderOnChange)
-	return putBool(b, 8, m.WarmState)
+	b = putBool(b, 8, m.WarmState)
+	return putPackedUint32s(b, 9, m.Methods)
 }
 
 // Decode replaces m with the message decoded from b.
 func (m *Description) Decode(b []byte) error {
 	kinds := m.Kinds[:0]
+	methods := m.Methods[:0]
 	events := reserve(m.Events, count(b, 6))
 	*m = Description{}
 	d := decoder{b: b, msg: "Description"}
@@ -290,12 +292,17 @@ func (m *Description) Decode(b []byte) error {
 			m.RenderOnChange = d.bool()
 		case 8:
 			m.WarmState = d.bool()
+		case 9:
+			methods = uint32s(&d, methods)
 		default:
 			d.skip()
 		}
 	}
 	if len(kinds) > 0 {
 		m.Kinds = kinds
+	}
+	if len(methods) > 0 {
+		m.Methods = methods
 	}
 	if len(events) > 0 {
 		m.Events = events
@@ -460,7 +467,9 @@ func (m *CompactionRequest) Encode(b []byte) []byte {
 		b = m.Failure.Encode(b)
 		b = closeMessage(b, start)
 	}
-	return putBytes(b, 7, m.State)
+	b = putBytes(b, 7, m.State)
+	b = putInt64(b, 8, m.RegionStartSeq)
+	return putInt64(b, 9, m.RegionEndSeq)
 }
 
 // Decode replaces m with the message decoded from b.
@@ -483,6 +492,10 @@ func (m *CompactionRequest) Decode(b []byte) error {
 			d.message(m.Failure.Decode)
 		case 7:
 			m.State = d.bytes()
+		case 8:
+			m.RegionStartSeq = d.int64()
+		case 9:
+			m.RegionEndSeq = d.int64()
 		default:
 			d.skip()
 		}
@@ -533,6 +546,34 @@ func (m *CompactionResult) Decode(b []byte) error {
 	}
 	if len(proposals) > 0 {
 		m.Proposals = proposals
+	}
+	return d.err
+}
+
+// ---------------------------------------------------------------- EventData
+
+// Encode appends the wire form of m to b.
+func (m *EventData) Encode(b []byte) []byte {
+	b = putInt64(b, 1, m.Seq)
+	b = putString(b, 2, m.Type)
+	return putBytes(b, 3, m.Data)
+}
+
+// Decode replaces m with the message decoded from b.
+func (m *EventData) Decode(b []byte) error {
+	*m = EventData{}
+	d := decoder{b: b, msg: "EventData"}
+	for d.next() {
+		switch d.num {
+		case 1:
+			m.Seq = d.int64()
+		case 2:
+			m.Type = d.string()
+		case 3:
+			m.Data = d.bytes()
+		default:
+			d.skip()
+		}
 	}
 	return d.err
 }

@@ -218,7 +218,7 @@ func TestMethodKinds(t *testing.T) {
 	require.Equal(t, KindUnspecified, MethodInit.Kind())
 	require.Equal(t, KindUnspecified, MethodDescribe.Kind())
 	require.Equal(t, KindSystemPrompt, MethodPromptRender.Kind())
-	for _, m := range []Method{MethodCompactionPreStep, MethodCompactionManual, MethodCompactionOverflow} {
+	for _, m := range []Method{MethodCompactionPreStep, MethodCompactionManual, MethodCompactionOverflow, MethodCompactionRegion} {
 		require.Equal(t, KindCompaction, m.Kind(), m.String())
 	}
 	require.Equal(t, KindTokenMeter, MethodMeterObserve.Kind())
@@ -240,6 +240,34 @@ func TestGrants(t *testing.T) {
 	require.True(t, Granted(KindTokenMeter, ImportCountTokens))
 	require.True(t, Granted(KindSystemPrompt, ImportCountTokens))
 	require.False(t, Granted(KindSystemPrompt, ImportSurfaceNodes))
+	// event is granted where message is.
+	for _, k := range append([]Kind{KindUnspecified}, Kinds...) {
+		require.Equal(t, Granted(k, ImportMessage), Granted(k, ImportEvent), k.String())
+	}
+}
+
+// The minor-2 region additions round-trip, and a description or request
+// of an older minor (without them) decodes to their zero values.
+func TestRegionRoundTrip(t *testing.T) {
+	d := Description{Name: "c", Kinds: []Kind{KindCompaction}, AbiMinor: 2, Methods: []Method{MethodCompactionRegion}}
+	var got Description
+	require.NoError(t, got.Decode(d.Encode(nil)))
+	require.Equal(t, d, got)
+	require.True(t, got.Implements(MethodCompactionRegion))
+	old := Description{Name: "c", Kinds: []Kind{KindCompaction}, AbiMinor: 1}
+	require.NoError(t, got.Decode(old.Encode(nil)))
+	require.Nil(t, got.Methods)
+	require.False(t, got.Implements(MethodCompactionRegion))
+
+	r := CompactionRequest{Turn: 0, CommandID: "c1", RegionStartSeq: 7, RegionEndSeq: 12, State: []byte("s")}
+	var gr CompactionRequest
+	require.NoError(t, gr.Decode(r.Encode(nil)))
+	require.Equal(t, r, gr)
+
+	e := EventData{Seq: 42, Type: "tool/result", Data: []byte(`{"turn":3,"step":2}`)}
+	var ge EventData
+	require.NoError(t, ge.Decode(e.Encode(nil)))
+	require.Equal(t, e, ge)
 }
 
 // FuzzDecode feeds arbitrary bytes to every decoder: none may panic, and a
@@ -289,6 +317,10 @@ func TestWireExamples(t *testing.T) {
 	require.Equal(t, "08 01 12 02 6e 6f", hexOf(fail.Encode(nil)))
 	p := Proposal{Type: "u/m", Intent: Intent{Kind: IntentReplace, StartSeq: 1, EndSeq: 2}, HasSourceEventSeqs: true, SourceEventSeqs: []int64{5, 1, 2}}
 	require.Equal(t, "0a 03 75 2f 6d 22 04 08 01 10 02 2a 05 0a 03 05 01 02", hexOf(p.Encode(nil)))
+	region := CompactionRequest{RegionStartSeq: 7, RegionEndSeq: 12}
+	require.Equal(t, "40 07 48 0c", hexOf(region.Encode(nil)))
+	ev := EventData{Seq: 42, Type: "a/b", Data: []byte("{}")}
+	require.Equal(t, "08 2a 12 03 61 2f 62 1a 02 7b 7d", hexOf(ev.Encode(nil)))
 }
 
 func TestDescriptionEvents(t *testing.T) {

@@ -45,6 +45,7 @@ var goTypes = map[string]func() codec{
 	"Generations":       func() codec { return new(Generations) },
 	"SummarizeRequest":  func() codec { return new(SummarizeRequest) },
 	"SummarizeResult":   func() codec { return new(SummarizeResult) },
+	"EventData":         func() codec { return new(EventData) },
 }
 
 var embeddedOnly = map[string]bool{"Empty": true, "Replace": true, "SeqList": true}

@@ -93,12 +93,25 @@ type Description struct {
 	RenderOnChange bool
 	// WarmState (minor 2): the meter understands state keys.
 	WarmState bool
+	// Methods (minor 2) are the optional methods the plugin implements
+	// (MethodCompactionRegion); absent for an older guest.
+	Methods []Method
 }
 
 // Provides reports whether the description lists kind.
 func (d *Description) Provides(kind Kind) bool {
 	for _, k := range d.Kinds {
 		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// Implements reports whether the description lists the optional method m.
+func (d *Description) Implements(m Method) bool {
+	for _, x := range d.Methods {
+		if x == m {
 			return true
 		}
 	}
@@ -144,6 +157,10 @@ type CompactionRequest struct {
 	CommandID string
 	Failure   Failure
 	State     []byte
+	// RegionStartSeq and RegionEndSeq (minor 2, compaction.region only)
+	// are the first and last seq of the surface nodes to compact.
+	RegionStartSeq int64
+	RegionEndSeq   int64
 }
 
 // CompactionResult is the result of the three compaction methods.
@@ -156,6 +173,14 @@ type CompactionResult struct {
 	// below it and the header, route, limits and state are those of this call.
 	IdleBelowTokens    int64
 	HasIdleBelowTokens bool
+}
+
+// EventData is the answer of the event import (minor 2): one committed
+// event's type and its data member as stored.
+type EventData struct {
+	Seq  int64
+	Type string
+	Data []byte
 }
 
 // Event is one committed event given to a token meter.

@@ -129,6 +129,10 @@ func putPackedInt64Always(b []byte, num protowire.Number, vs []int64) []byte {
 }
 
 func putPackedKinds(b []byte, num protowire.Number, vs []Kind) []byte {
+	return putPackedUint32s(b, num, vs)
+}
+
+func putPackedUint32s[T ~uint32](b []byte, num protowire.Number, vs []T) []byte {
 	if len(vs) == 0 {
 		return b
 	}
@@ -265,10 +269,14 @@ func (d *decoder) int64s(dst []int64) []int64 {
 	return dst
 }
 
-func (d *decoder) kinds(dst []Kind) []Kind {
+func (d *decoder) kinds(dst []Kind) []Kind { return uint32s(d, dst) }
+
+// uint32s decodes one element, or a packed run, of a repeated uint32 or
+// enum field.
+func uint32s[T ~uint32](d *decoder, dst []T) []T {
 	switch d.typ {
 	case protowire.VarintType:
-		return append(dst, Kind(d.uint32()))
+		return append(dst, T(d.uint32()))
 	case protowire.BytesType:
 		p := d.bytes()
 		dst = slices.Grow(dst, packedCount(p))
@@ -278,7 +286,7 @@ func (d *decoder) kinds(dst []Kind) []Kind {
 				d.fail(parseError(n))
 				return dst
 			}
-			dst = append(dst, Kind(uint32(v)))
+			dst = append(dst, T(uint32(v)))
 			p = p[n:]
 		}
 		return dst

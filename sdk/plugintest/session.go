@@ -14,8 +14,10 @@ import (
 // plugin asked. A nil field or function answers "not found" (data) or "not
 // granted" (capabilities).
 type Session struct {
-	Nodes       []abi.Node
-	Messages    map[int64][]byte // message JSON by seq
+	Nodes    []abi.Node
+	Messages map[int64][]byte // message JSON by seq
+	// Events answers the event import (ABI minor 2), by seq.
+	Events      map[int64]abi.EventData
 	Gens        abi.Generations
 	HeaderJSON  []byte
 	Measurement *abi.Measurement
@@ -29,7 +31,7 @@ type Session struct {
 	calls []string
 }
 
-var _ plugin.Host = (*Session)(nil)
+var _ plugin.EventHost = (*Session)(nil)
 
 func (s *Session) record(name string) {
 	s.mu.Lock()
@@ -58,6 +60,16 @@ func (s *Session) Message(_ context.Context, seq int64) ([]byte, error) {
 		return nil, plugin.ErrNotFound
 	}
 	return m, nil
+}
+
+// Event implements plugin.EventHost.
+func (s *Session) Event(_ context.Context, seq int64) (*abi.EventData, error) {
+	s.record("Event")
+	e, ok := s.Events[seq]
+	if !ok {
+		return nil, plugin.ErrNotFound
+	}
+	return &e, nil
 }
 
 // Generations implements plugin.Host.

@@ -25,7 +25,8 @@ const (
 	// Manual runs between turns on request: compact everything but the
 	// last node; the bracket has no owner turn.
 	Manual Reason = "manual"
-	// Region compacts an explicit span inside the open turn.
+	// Region compacts an explicit span, inside the open turn (its owner)
+	// or between turns (no owner turn, as Manual).
 	Region Reason = "region"
 )
 
@@ -42,7 +43,8 @@ type Route struct {
 type Request struct {
 	Reason Reason
 	// Turn is the open turn (0 when none): the owner of automatic and
-	// region brackets. Manual compaction requires 0.
+	// region brackets. Manual compaction requires 0; a region between
+	// turns has none.
 	Turn int64
 	// Route is the conversation's route.
 	Route Route
@@ -75,7 +77,7 @@ var (
 	// ErrBusy: a compaction bracket is open, or manual compaction was asked
 	// while a turn is open.
 	ErrBusy = errors.New("compaction is busy")
-	// ErrNoOpenTurn: automatic or region compaction needs an open turn.
+	// ErrNoOpenTurn: automatic compaction needs an open turn.
 	ErrNoOpenTurn = errors.New("compaction needs an open turn")
 )
 
@@ -116,7 +118,7 @@ func Compact(s Session, cfg *Config, req Request, st *State) (Outcome, error) {
 	if req.Reason == Manual && req.Turn != 0 {
 		return Outcome{}, fmt.Errorf("%w: turn %d is open; manual compaction runs only between turns", ErrBusy, req.Turn)
 	}
-	if req.Reason != Manual && req.Turn == 0 {
+	if automatic && req.Turn == 0 {
 		return Outcome{}, fmt.Errorf("%w: %s compaction runs inside a turn", ErrNoOpenTurn, req.Reason)
 	}
 	h, err := s.Header()
@@ -136,7 +138,7 @@ func Compact(s Session, cfg *Config, req Request, st *State) (Outcome, error) {
 		r.provider, r.model = h.Config.Provider, h.Config.Model
 	}
 	r.policy = cfg.For(r.provider, r.model)
-	if req.Reason != Manual {
+	if req.Reason != Manual && req.Turn != 0 {
 		t := req.Turn
 		r.owner = &t
 	}

@@ -55,7 +55,8 @@
 //     ends with the turn or when a model reply lands).
 //   - [Manual] (between turns): one pass with retain 0; the bracket has no
 //     owner turn (turn: null).
-//   - [Region]: an explicit span inside the open turn, validated before
+//   - [Region]: an explicit span, inside the open turn or between turns
+//     (then, as [Manual], without an owner turn), validated before
 //     anything is proposed (on the surface, in order, balanced cuts).
 //
 // One bracket is four proposals admitted together: compaction/start,

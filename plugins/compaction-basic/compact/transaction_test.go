@@ -284,7 +284,7 @@ func TestRequestChecks(t *testing.T) {
 	require.ErrorIs(t, err, ErrBusy)
 	_, err = Compact(s, nil, Request{Reason: Overflow}, nil)
 	require.ErrorIs(t, err, ErrNoOpenTurn)
-	_, err = Compact(s, nil, Request{Reason: Region, Span: Span{3, 4}}, nil)
+	_, err = Compact(s, nil, Request{Reason: Pressure}, nil)
 	require.ErrorIs(t, err, ErrNoOpenTurn)
 	_, err = Compact(s, nil, Request{Reason: "later"}, nil)
 	require.ErrorContains(t, err, `unknown reason "later"`)

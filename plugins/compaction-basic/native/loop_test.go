@@ -280,16 +280,8 @@ func TestI97_OwnerTurnAndLock(t *testing.T) {
 	h, rc := regionHarness(t, "You are helpful.", nil)
 	before := h.log().Nodes()
 	span := func(*host.View) compact.Span { return compact.Span{Start: before[1], End: before[2]} }
-	// Automatic (region) compaction needs an open turn: CompactNow runs
-	// between turns.
-	rc.span = span
-	changed, err := h.a.CompactNow(context.Background())
-	require.False(t, changed)
-	require.ErrorIs(t, err, compact.ErrNoOpenTurn)
-	require.Empty(t, h.compactionEvents())
-
 	// An unmatched compaction/start holds the lock.
-	_, err = h.s.Propose(host.Proposer{Kind: host.ByLoop},
+	_, err := h.s.Propose(host.Proposer{Kind: host.ByLoop},
 		surface.Proposal{Type: surface.TypeCompactionStart, Data: []byte(`{"compactionId":"cmp-orphan","turn":null}`)})
 	require.NoError(t, err)
 	rc.span = span

@@ -92,7 +92,12 @@ var reasons = map[host.CompactionReason]compact.Reason{
 	host.CompactPressure: compact.Pressure,
 	host.CompactOverflow: compact.Overflow,
 	host.CompactManual:   compact.Manual,
+	host.CompactRegion:   compact.Region,
 }
+
+// CompactsRegion implements host.RegionCompactor: the provider compacts a
+// requested region (Agent.CompactRegion).
+func (p *Provider) CompactsRegion() bool { return true }
 
 // Compact implements host.CompactionProvider.
 //
@@ -107,12 +112,14 @@ func (p *Provider) Compact(ctx context.Context, view *host.View, req host.Compac
 	if !ok {
 		return nil, fmt.Errorf("compaction-basic: unknown compaction reason %q", req.Reason)
 	}
-	return p.run(ctx, view, compact.Request{Reason: reason, Turn: req.Turn, Route: route(req.Route), SessionID: view.SessionID(), Plugin: p.id})
+	return p.run(ctx, view, compact.Request{Reason: reason, Turn: req.Turn, Route: route(req.Route), SessionID: view.SessionID(),
+		Span: compact.Span{Start: req.Start, End: req.End}, Plugin: p.id})
 }
 
-// CompactRegion compacts the explicit span start..end of the surface inside
-// the open turn. The host has no region request; a caller holding a view
-// (a wrapping provider, a tool) uses this.
+// CompactRegion compacts the explicit span start..end of the surface, in
+// the open turn if one is (else between turns). Agent.CompactRegion asks
+// through Compact; a caller holding a view (a wrapping provider, a tool)
+// may use this.
 func (p *Provider) CompactRegion(ctx context.Context, view *host.View, r host.Route, span compact.Span) ([]surface.Proposal, error) {
 	turn, _ := view.OpenTurn()
 	return p.run(ctx, view, compact.Request{Reason: compact.Region, Turn: turn, Route: route(r), SessionID: view.SessionID(), Span: span, Plugin: p.id})
