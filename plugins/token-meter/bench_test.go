@@ -132,3 +132,44 @@ func BenchmarkNativeFold(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkObserveStep folds one tool-calling step (step/start, the
+// assistant message with its usage, the tool result, step/end) into the
+// state of a 200-node session on a route the fixed estimator prices: no
+// token counting, so the fold is the events' decoding and the ABI call.
+func BenchmarkObserveStep(b *testing.B) {
+	p := loadFor(b, countOnHost)
+	s := newSession(b, true)
+	s.turnStart()
+	s.stepStart()
+	s.system("You are terse.", surface.Append)
+	s.header("acme", "big", tools)
+	for i := range 100 {
+		s.user(text(i))
+		s.reply([]surface.Block{surface.Text(text(i + 1000))}, &surface.Usage{Input: int64(200 * i), Output: 80})
+		s.stepEnd()
+		s.stepStart()
+	}
+	s.stepEnd()
+	before := s.log.NextSeq()
+	s.stepStart()
+	s.reply([]surface.Block{surface.Text("Reading it first."), surface.ToolCall("c1", "read", `{"path":"host/agent.go"}`)},
+		&surface.Usage{Input: 21000, Output: 40})
+	s.toolResult("c1", text(7))
+	s.stepEnd()
+	var history, step []abi.Event
+	for _, e := range s.log.Events() {
+		if e.Seq < before {
+			history = append(history, event(b, e))
+		} else {
+			step = append(step, event(b, e))
+		}
+	}
+	state, err := p.Observe(context.Background(), s.host, &abi.ObserveRequest{Events: history})
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := p.Observe(context.Background(), s.host, &abi.ObserveRequest{State: state, Events: step}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -38,8 +38,10 @@ type surfaceData struct {
 	at      stepRef
 	hasStep bool
 	content []byte // the message's content array
-	stream  jsontext.Value
-	usage   *surface.Usage
+	// blocks is content decoded, when the scanner decoded it with the data.
+	blocks []surface.Block
+	stream jsontext.Value
+	usage  *surface.Usage
 }
 
 type messageWire struct {
@@ -59,8 +61,21 @@ type stepWire struct {
 	Step *int64 `json:"step"`
 }
 
+// lazy returns the content's blocks, decoded at most once.
+func (d *surfaceData) lazy() *lazyBlocks {
+	return &lazyBlocks{raw: d.content, blocks: d.blocks, done: d.blocks != nil}
+}
+
 // readSurface decodes the parts of a surface event's data the meter prices.
 func readSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
+	if d, ok := scanSurface(e.Data, k); ok {
+		return d, nil
+	}
+	return decodeSurface(e, k)
+}
+
+// decodeSurface is readSurface with the reflection-based decoder.
+func decodeSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
 	d := surfaceData{kind: k}
 	var content jsontext.Value
 	if k == kindUser {
@@ -91,6 +106,14 @@ func readSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
 
 // readStep decodes the {turn, step} of a step/start or step/end.
 func readStep(e *surface.Event) (stepRef, *Error) {
+	if r, ok := scanStep(e.Data); ok {
+		return r, nil
+	}
+	return decodeStep(e)
+}
+
+// decodeStep is readStep with the reflection-based decoder.
+func decodeStep(e *surface.Event) (stepRef, *Error) {
 	var w stepWire
 	if err := json.Unmarshal(e.Data, &w); err != nil {
 		return stepRef{}, errorf(e, "data is not {turn, step}: %v", err)
@@ -113,6 +136,15 @@ func readHeader(e *surface.Event) (*surface.Header, *Error) {
 	return h, nil
 }
 
+// readContent decodes a message's content array.
+func readContent(raw []byte) ([]surface.Block, error) {
+	if blocks, ok := scanContent(raw); ok {
+		return blocks, nil
+	}
+	return decodeContent(raw)
+}
+
+// decodeContent is readContent with the reflection-based decoder.
 func decodeContent(raw []byte) ([]surface.Block, error) {
 	var blocks []surface.Block
 	if err := json.Unmarshal(raw, &blocks); err != nil {

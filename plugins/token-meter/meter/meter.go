@@ -348,7 +348,7 @@ func (m *Meter) position(seq int64) int {
 func (m *Meter) price(e *surface.Event, d *surfaceData) (node, Node, *Error) {
 	n := node{kind: d.kind, raw: d.content, key: keyOf(d.kind, d.content)}
 	n.vis = d.kind == kindUser || d.kind == kindTool || !emptyArray(d.content)
-	lb := &lazyBlocks{raw: d.content}
+	lb := d.lazy()
 	pr := Node{Seq: e.Seq}
 	var err error
 	if pr.HeuristicTokens, err = m.heur.node(n.key, n.kind, lb); err != nil {

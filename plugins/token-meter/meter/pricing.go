@@ -116,7 +116,7 @@ type lazyBlocks struct {
 func (l *lazyBlocks) get() ([]surface.Block, error) {
 	if !l.done {
 		l.done = true
-		l.blocks, l.err = decodeContent(l.raw)
+		l.blocks, l.err = readContent(l.raw)
 	}
 	return l.blocks, l.err
 }

@@ -149,7 +149,7 @@ func (p *Projections) Observe(e surface.Event) error {
 		if err != nil {
 			return fail(err)
 		}
-		price, perr := p.heur.node(keyOf(k, d.content), k, &lazyBlocks{raw: d.content})
+		price, perr := p.heur.node(keyOf(k, d.content), k, d.lazy())
 		if perr != nil {
 			return fail(errorf(&e, "%v", perr))
 		}
