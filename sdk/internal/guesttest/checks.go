@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,7 +17,7 @@ import (
 
 // Describe checks what a module says about itself at load.
 func Describe(t *testing.T, wasm []byte, name, sdkPrefix string, kind abi.Kind) {
-	p := plugintest.LoadBytes(t, "configured-name", wasm)
+	p := load(t, "configured-name", wasm)
 	d := p.Description()
 	require.Equal(t, name, d.Name)
 	require.Equal(t, "0.1.0", d.Version)
@@ -31,7 +32,7 @@ func Describe(t *testing.T, wasm []byte, name, sdkPrefix string, kind abi.Kind) 
 // host's date, and a compaction call refused as unsupported.
 func Prompt(t *testing.T, wasm []byte) {
 	ctx := context.Background()
-	p := plugintest.LoadBytes(t, "house-prompt", wasm, plugin.WithConfig([]byte(`{"other": [1, {"footer": "no"}], "footer": "Be brief.\n\u00e9\ud83d\ude00 \"ok\""}`)))
+	p := load(t, "house-prompt", wasm, plugin.WithConfig([]byte(`{"other": [1, {"footer": "no"}], "footer": "Be brief.\n\u00e9\ud83d\ude00 \"ok\""}`)))
 	req := &abi.RenderRequest{
 		Sections: []abi.Section{{Key: "base", Text: "  You are Weir.\n"}, {Key: "empty", Text: " \n\t"}, {Key: "tools", Text: "Use tools."}},
 		Route:    abi.Route{Provider: "p", Model: "m"},
@@ -48,7 +49,7 @@ func Prompt(t *testing.T, wasm []byte) {
 	require.Equal(t, big+"\n\nBe brief.\né😀 \"ok\"", got)
 
 	// Nothing at all renders an empty prompt.
-	empty := plugintest.LoadBytes(t, "bare", wasm)
+	empty := load(t, "bare", wasm)
 	got, err = empty.RenderPrompt(ctx, nil, &abi.RenderRequest{})
 	require.NoError(t, err)
 	require.Equal(t, "", got)
@@ -67,7 +68,7 @@ func Prompt(t *testing.T, wasm []byte) {
 // decoder accepts.
 func Compaction(t *testing.T, wasm []byte) {
 	ctx := context.Background()
-	p := plugintest.LoadBytes(t, "house-compactor", wasm, plugin.WithConfig([]byte(`{"maxNodes": 3}`)))
+	p := load(t, "house-compactor", wasm, plugin.WithConfig([]byte(`{"maxNodes": 3}`)))
 	long := strings.Repeat("x", 100_000)
 	msg := func(role, text string) []byte {
 		b, err := json.Marshal(map[string]any{"role": role, "content": []map[string]string{{"type": "text", "text": text}}})
@@ -166,7 +167,7 @@ func Compaction(t *testing.T, wasm []byte) {
 // and replaces it, and the plugin goes on answering either way.
 func Failures(t *testing.T, wasm []byte, trapText string) {
 	ctx := context.Background()
-	p := plugintest.LoadBytes(t, "failing", wasm)
+	p := load(t, "failing", wasm)
 	render := func(mode string) (string, error) {
 		return p.RenderPrompt(ctx, nil, &abi.RenderRequest{HostData: []abi.KeyValue{{Key: "mode", Value: mode}}})
 	}
@@ -190,7 +191,7 @@ func Failures(t *testing.T, wasm []byte, trapText string) {
 // to the count in its state, measure reports the count.
 func Meter(t *testing.T, wasm []byte) {
 	ctx := context.Background()
-	p := plugintest.LoadBytes(t, "meter", wasm)
+	p := load(t, "meter", wasm)
 	require.Equal(t, []abi.Kind{abi.KindTokenMeter}, p.Description().Kinds)
 	state, err := p.Observe(ctx, &plugintest.Session{}, &abi.ObserveRequest{State: []byte("40"),
 		Events: []abi.Event{{Seq: 1, Type: "a/b", JSON: []byte(`{}`)}, {Seq: 2, Type: "a/b", JSON: []byte(`{}`)}}})
@@ -203,4 +204,15 @@ func Meter(t *testing.T, wasm []byte) {
 	require.Equal(t, "count", m.Tokenizer)
 	_, err = p.RenderPrompt(ctx, nil, &abi.RenderRequest{})
 	require.Error(t, err, "not a prompt provider")
+}
+
+// load loads a guest with deadlines far above what its calls cost (at
+// most tens of milliseconds), so a busy machine does not turn a correct
+// call into a deadline; the deadlines themselves are tested elsewhere.
+func load(t testing.TB, name string, wasm []byte, opts ...plugin.Option) *plugin.Plugin {
+	t.Helper()
+	for _, k := range []abi.Kind{abi.KindUnspecified, abi.KindSystemPrompt, abi.KindCompaction, abi.KindTokenMeter} {
+		opts = append(opts, plugin.WithDeadline(k, 30*time.Second))
+	}
+	return plugintest.LoadBytes(t, name, wasm, opts...)
 }
