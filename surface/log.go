@@ -266,7 +266,11 @@ func (l *Log) lookup(seq int64) *Event {
 
 // Observe registers fn to be called after every commit, in order, with each
 // committed event. It returns a function that removes the observer. An
-// observer must not append to the same log.
+// observer runs synchronously inside the commit (in a host session, under
+// the session's lock): it must not append to the same log, and it should
+// return quickly. Code on another goroutine follows a session with
+// host.Session.Subscribe instead, which delivers the same events
+// asynchronously.
 func (l *Log) Observe(fn func(Event)) (remove func()) {
 	p := &fn
 	l.observers = append(l.observers, p)
