@@ -67,6 +67,12 @@ type Config struct {
 	// ToolTimeouts overrides ToolTimeout per tool name (key
 	// tools.timeouts.NAME); a negative value means no bound.
 	ToolTimeouts map[string]time.Duration
+	// ModelInterceptors wrap each model call, the first outermost (it
+	// runs first and sees the result last); see ModelInterceptor.
+	ModelInterceptors []ModelInterceptor
+	// ToolInterceptors wrap each call of an offered tool, the first
+	// outermost, inside the call's timeout; see ToolInterceptor.
+	ToolInterceptors []ToolInterceptor
 	// CompactionBudget bounds each compaction, automatic or manual: its
 	// summarize calls, their tokens and its wall clock (defaults
 	// DefaultMaxSummarizeCalls, DefaultMaxSummarizeTokens,

@@ -68,7 +68,7 @@ func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.
 		if t, ok := a.cur.toolsBy[c.Name]; !ok {
 			terr = &surface.ToolError{Name: c.Name, Code: CodeToolNotFound, Reason: fmt.Sprintf("no tool named %q is available", c.Name)}
 		} else {
-			out, terr = a.runTool(ctx, t, c.Arguments)
+			out, terr = a.runTool(ctx, t, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
 		if err := a.toolResult(turn, step, c, out, terr, []int64{ev.Seq}); err != nil {
 			return nil, err
@@ -96,13 +96,15 @@ type toolRun struct {
 // result. The tool runs in its own goroutine so that the loop can give up
 // on one that ignores its context: past the deadline or on cancellation
 // it waits toolGrace for the tool to return, then abandons it.
-func (a *Agent) runTool(ctx context.Context, t Tool, args string) ([]surface.Block, *surface.ToolError) {
+func (a *Agent) runTool(ctx context.Context, t Tool, call ToolCall) ([]surface.Block, *surface.ToolError) {
 	limit, key := a.toolTimeout(t.Name())
 	rctx, cancel := ctx, context.CancelFunc(func() {})
 	if limit > 0 {
 		rctx, cancel = context.WithTimeoutCause(ctx, limit, errToolTimeout)
 	}
 	defer cancel()
+	rctx = context.WithValue(rctx, toolCallIDKey{}, call.ID)
+	run := a.toolChain(t)
 	done := make(chan toolRun, 1)
 	go func() {
 		var r toolRun
@@ -112,7 +114,7 @@ func (a *Agent) runTool(ctx context.Context, t Tool, args string) ([]surface.Blo
 			}
 			done <- r
 		}()
-		r.out, r.err = t.Run(rctx, args)
+		r.out, r.err = run(rctx, call)
 	}()
 	var r toolRun
 	finished := true
@@ -143,6 +145,10 @@ func (a *Agent) runTool(ctx context.Context, t Tool, args string) ([]surface.Blo
 			"the turn was cancelled (%v) while this call was running, and the call %s; its outcome is unknown: retry only idempotent work, or verify first",
 			context.Cause(ctx), stopped)}
 	case finished && !errors.Is(context.Cause(rctx), errToolTimeout):
+		var refusal *ToolRefusal
+		if errors.As(r.err, &refusal) && refusal.Code != "" {
+			return nil, &surface.ToolError{Name: t.Name(), Code: refusal.Code, Reason: refusal.Reason}
+		}
 		return nil, &surface.ToolError{Name: t.Name(), Code: CodeToolError, Reason: r.err.Error()}
 	default:
 		if !finished {
