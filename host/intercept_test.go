@@ -3,6 +3,9 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,4 +263,168 @@ func TestToolTimeoutBoundsInterceptors(t *testing.T) {
 	require.Len(t, rs, 1)
 	require.NotNil(t, rs[0].Error)
 	require.Equal(t, CodeToolTimeout, rs[0].Error.Code)
+}
+
+// With ParallelTools the calls run side by side, and the log does not
+// depend on the order they finish in: every tool/call first, in call
+// order, then the tool/results in call order.
+func TestParallelToolsCommitInCallOrder(t *testing.T) {
+	cases := []struct {
+		name     string
+		parallel int
+		calls    int
+	}{
+		{name: "as many slots as calls", parallel: 3, calls: 3},
+		{name: "more slots than calls", parallel: 8, calls: 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// Call i returns only after call i+1 has returned: they finish in
+			// reverse order, which needs them all running at once.
+			finished := make([]chan struct{}, tc.calls+1)
+			for i := range finished {
+				finished[i] = make(chan struct{})
+			}
+			close(finished[tc.calls])
+			var mu sync.Mutex
+			var order []string
+			tool := &FuncTool{ToolName: "step", Fn: func(ctx context.Context, args string) (string, error) {
+				var i int
+				if _, err := fmt.Sscan(args, &i); err != nil {
+					return "", err
+				}
+				<-finished[i+1]
+				mu.Lock()
+				order = append(order, ToolCallID(ctx))
+				mu.Unlock()
+				close(finished[i])
+				return fmt.Sprint("result ", i), nil
+			}}
+			h := newHarness(t, "sys", func(c *Config) {
+				c.Tools = []Tool{tool}
+				c.ParallelTools = tc.parallel
+			})
+			var calls [][3]string
+			var ids, wantOrder, wantTexts []string
+			for i := range tc.calls {
+				id := fmt.Sprint("c", i)
+				calls = append(calls, [3]string{id, "step", fmt.Sprint(i)})
+				ids = append(ids, id)
+				wantOrder = append([]string{id}, wantOrder...)
+				wantTexts = append(wantTexts, fmt.Sprint("result ", i))
+			}
+			h.model.then(callTools(calls...), reply("ok"))
+			within(t, "the turn", func() { require.Equal(t, surface.EndCompleted, h.turn("go").Reason.Kind) })
+			require.Equal(t, wantOrder, order, "the calls finished in reverse order")
+
+			var types, callIDs, resultIDs, texts []string
+			for _, e := range h.s.Log().Events() {
+				switch e.Type {
+				case surface.TypeToolCall:
+					var d toolCallData
+					require.NoError(t, json.Unmarshal(e.Data, &d))
+					callIDs = append(callIDs, d.CallID)
+					types = append(types, "call")
+				case surface.TypeToolResult:
+					var m surface.StepMessage
+					require.NoError(t, json.Unmarshal(e.Data, &m))
+					resultIDs = append(resultIDs, m.Message.Source.CallID)
+					texts = append(texts, surface.TextOf(m.Message.Content[0].Content))
+					types = append(types, "result")
+				}
+			}
+			var wantTypes []string
+			for range tc.calls {
+				wantTypes = append(wantTypes, "call")
+			}
+			for range tc.calls {
+				wantTypes = append(wantTypes, "result")
+			}
+			require.Equal(t, wantTypes, types)
+			require.Equal(t, ids, callIDs)
+			require.Equal(t, ids, resultIDs)
+			require.Equal(t, wantTexts, texts)
+			h.checkReconstruction()
+		})
+	}
+}
+
+// ParallelTools bounds the calls running at once.
+func TestParallelToolsBound(t *testing.T) {
+	var mu sync.Mutex
+	active, most := 0, 0
+	tool := &FuncTool{ToolName: "work", Fn: func(context.Context, string) (string, error) {
+		mu.Lock()
+		active++
+		most = max(most, active)
+		mu.Unlock()
+		runtime.Gosched()
+		mu.Lock()
+		active--
+		mu.Unlock()
+		return "ok", nil
+	}}
+	h := newHarness(t, "sys", func(c *Config) {
+		c.Tools = []Tool{tool}
+		c.ParallelTools = 2
+	})
+	var calls [][3]string
+	for i := range 6 {
+		calls = append(calls, [3]string{fmt.Sprint("c", i), "work", `{}`})
+	}
+	h.model.then(callTools(calls...), reply("ok"))
+	require.Equal(t, surface.EndCompleted, h.turn("go").Reason.Kind)
+	require.LessOrEqual(t, most, 2)
+	require.Len(t, toolResults(t, h.s.Log().Events()), 6)
+}
+
+// Cancellation and timeouts behave as with sequential calls: running calls
+// end outcome-unknown, calls that had not started end not-started, a call
+// past its timeout ends TOOL_TIMEOUT, and the others are unaffected.
+func TestParallelToolsCancellationAndTimeout(t *testing.T) {
+	t.Run("cancellation", func(t *testing.T) {
+		started := make(chan struct{}, 2)
+		tool := &FuncTool{ToolName: "wait", Fn: func(ctx context.Context, _ string) (string, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return "", ctx.Err()
+		}}
+		h := newHarness(t, "sys", func(c *Config) {
+			c.Tools = []Tool{tool}
+			c.ParallelTools = 2
+		})
+		h.model.then(callTools([3]string{"c1", "wait", `{}`}, [3]string{"c2", "wait", `{}`}, [3]string{"c3", "wait", `{}`}))
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-started
+			<-started
+			cancel()
+		}()
+		var res *TurnResult
+		within(t, "the turn", func() {
+			var err error
+			res, err = h.a.Run(ctx, h.a.UserMessage("go"))
+			require.NoError(t, err)
+		})
+		require.Equal(t, surface.EndAborted, res.Reason.Kind)
+		var codes []string
+		for _, r := range toolResults(t, h.s.Log().Events()) {
+			codes = append(codes, r.Message.Source.CallID+" "+r.Error.Code)
+		}
+		require.Equal(t, []string{"c1 " + surface.CodeToolOutcomeUnknown, "c2 " + surface.CodeToolOutcomeUnknown, "c3 " + surface.CodeToolNotStarted}, codes)
+	})
+	t.Run("timeout", func(t *testing.T) {
+		h := newHarness(t, "sys", func(c *Config) {
+			c.Tools = []Tool{blockingTool(t, "slow", nil), idTool("fast")}
+			c.ParallelTools = 2
+			c.ToolTimeouts = map[string]time.Duration{"slow": 20 * time.Millisecond}
+		})
+		h.model.then(callTools([3]string{"c1", "slow", `{}`}, [3]string{"c2", "fast", `{}`}), reply("ok"))
+		within(t, "the turn", func() { require.Equal(t, surface.EndCompleted, h.turn("go").Reason.Kind) })
+		rs := toolResults(t, h.s.Log().Events())
+		require.Len(t, rs, 2)
+		require.Equal(t, CodeToolTimeout, rs[0].Error.Code)
+		require.Nil(t, rs[1].Error)
+		require.Equal(t, "c2:{}", surface.TextOf(rs[1].Message.Content[0].Content))
+	})
 }
