@@ -64,9 +64,22 @@ type Config struct {
 	// is dropped). The result's text names the configuration key,
 	// tools.timeout.
 	ToolTimeout time.Duration
+	// ParallelTools bounds how many of a step's tool calls run at once
+	// (default 1: one after the other). Above 1, the calls start in model
+	// order; all their tool/call events are logged before the first one
+	// starts, and their tool/results in call order, whatever order they
+	// finish in. Tools (and tool interceptors) must then be safe for
+	// concurrent use and read the session through Snapshot, not Log.
+	ParallelTools int
 	// ToolTimeouts overrides ToolTimeout per tool name (key
 	// tools.timeouts.NAME); a negative value means no bound.
 	ToolTimeouts map[string]time.Duration
+	// ModelInterceptors wrap each model call, the first outermost (it
+	// runs first and sees the result last); see ModelInterceptor.
+	ModelInterceptors []ModelInterceptor
+	// ToolInterceptors wrap each call of an offered tool, the first
+	// outermost, inside the call's timeout; see ToolInterceptor.
+	ToolInterceptors []ToolInterceptor
 	// CompactionBudget bounds each compaction, automatic or manual: its
 	// summarize calls, their tokens and its wall clock (defaults
 	// DefaultMaxSummarizeCalls, DefaultMaxSummarizeTokens,

@@ -44,11 +44,13 @@ type toolCallData struct {
 // find it), then not-started results for the calls that never ran, and
 // ends the turn aborted.
 func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.Block) (*surface.EndReason, error) {
+	if a.cfg.ParallelTools > 1 && len(calls) > 1 {
+		return a.runToolsParallel(ctx, turn, step, calls)
+	}
 	for i, c := range calls {
 		if ctx.Err() != nil {
 			for _, rest := range calls[i:] {
-				if err := a.toolResult(turn, step, rest, nil, &surface.ToolError{Name: rest.Name, Code: surface.CodeToolNotStarted,
-					Reason: "the turn was cancelled before this call started; it had no effect and may be retried"}, nil); err != nil {
+				if err := a.toolResult(turn, step, rest, nil, notStarted(rest), nil); err != nil {
 					return nil, err
 				}
 			}
@@ -63,16 +65,106 @@ func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.
 		if err := a.s.Flush(); err != nil {
 			return nil, err
 		}
-		var out []surface.Block
-		var terr *surface.ToolError
-		if t, ok := a.cur.toolsBy[c.Name]; !ok {
-			terr = &surface.ToolError{Name: c.Name, Code: CodeToolNotFound, Reason: fmt.Sprintf("no tool named %q is available", c.Name)}
-		} else {
-			out, terr = a.runTool(ctx, t, c.Arguments)
-		}
+		out, terr := a.callTool(ctx, c)
 		if err := a.toolResult(turn, step, c, out, terr, []int64{ev.Seq}); err != nil {
 			return nil, err
 		}
+	}
+	return nil, nil
+}
+
+// callTool runs one call of the step's tools (or answers TOOL_NOT_FOUND).
+func (a *Agent) callTool(ctx context.Context, c surface.Block) ([]surface.Block, *surface.ToolError) {
+	t, ok := a.cur.toolsBy[c.Name]
+	if !ok {
+		return nil, &surface.ToolError{Name: c.Name, Code: CodeToolNotFound, Reason: fmt.Sprintf("no tool named %q is available", c.Name)}
+	}
+	return a.runTool(ctx, t, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+}
+
+// notStarted is the result of a call the turn's cancellation kept from
+// starting.
+func notStarted(c surface.Block) *surface.ToolError {
+	return &surface.ToolError{Name: c.Name, Code: surface.CodeToolNotStarted,
+		Reason: "the turn was cancelled before this call started; it had no effect and may be retried"}
+}
+
+// runToolsParallel runs the step's calls with up to Config.ParallelTools
+// of them at a time, started in model order. The log stays deterministic:
+// every tool/call is appended (and made durable) before the first call
+// starts, then the tool/results in call order, each as soon as it and the
+// calls before it are done, whatever order the calls finish in. Each call
+// runs under its own timeout; cancellation records the running calls'
+// outcomes as unknown and not-started results for the calls that had not
+// started, and ends the turn aborted.
+func (a *Agent) runToolsParallel(ctx context.Context, turn, step int64, calls []surface.Block) (*surface.EndReason, error) {
+	if ctx.Err() != nil {
+		for _, c := range calls {
+			if err := a.toolResult(turn, step, c, nil, notStarted(c), nil); err != nil {
+				return nil, err
+			}
+		}
+		return aborted(ctx), nil
+	}
+	seqs := make([]int64, len(calls))
+	for i, c := range calls {
+		ev, err := a.s.append(surface.TypeToolCall, toolCallData{turn, step, c.ID, c.Name, c.Arguments}, surface.Op{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		seqs[i] = ev.Seq
+	}
+	if err := a.s.Flush(); err != nil {
+		return nil, err
+	}
+	type outcome struct {
+		out        []surface.Block
+		terr       *surface.ToolError
+		notStarted bool
+	}
+	results := make([]outcome, len(calls))
+	done := make([]chan struct{}, len(calls))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	slots := make(chan struct{}, a.cfg.ParallelTools)
+	go func() {
+		for i, c := range calls {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				results[i] = outcome{terr: notStarted(c), notStarted: true}
+				close(done[i])
+				continue
+			}
+			go func() {
+				defer func() {
+					<-slots
+					close(done[i])
+				}()
+				out, terr := a.callTool(ctx, c)
+				results[i] = outcome{out: out, terr: terr}
+			}()
+		}
+	}()
+	cancelled := false
+	for i, c := range calls {
+		<-done[i]
+		r := results[i]
+		cancelled = cancelled || r.notStarted
+		if err := a.toolResult(turn, step, c, r.out, r.terr, []int64{seqs[i]}); err != nil {
+			// Wait for the calls still running: none outlives runTools
+			// (beyond what runTool itself abandons).
+			for _, d := range done[i+1:] {
+				<-d
+			}
+			return nil, err
+		}
+	}
+	if cancelled {
+		return aborted(ctx), nil
 	}
 	return nil, nil
 }
@@ -96,13 +188,15 @@ type toolRun struct {
 // result. The tool runs in its own goroutine so that the loop can give up
 // on one that ignores its context: past the deadline or on cancellation
 // it waits toolGrace for the tool to return, then abandons it.
-func (a *Agent) runTool(ctx context.Context, t Tool, args string) ([]surface.Block, *surface.ToolError) {
+func (a *Agent) runTool(ctx context.Context, t Tool, call ToolCall) ([]surface.Block, *surface.ToolError) {
 	limit, key := a.toolTimeout(t.Name())
 	rctx, cancel := ctx, context.CancelFunc(func() {})
 	if limit > 0 {
 		rctx, cancel = context.WithTimeoutCause(ctx, limit, errToolTimeout)
 	}
 	defer cancel()
+	rctx = context.WithValue(rctx, toolCallIDKey{}, call.ID)
+	run := a.toolChain(t)
 	done := make(chan toolRun, 1)
 	go func() {
 		var r toolRun
@@ -112,7 +206,7 @@ func (a *Agent) runTool(ctx context.Context, t Tool, args string) ([]surface.Blo
 			}
 			done <- r
 		}()
-		r.out, r.err = t.Run(rctx, args)
+		r.out, r.err = run(rctx, call)
 	}()
 	var r toolRun
 	finished := true
@@ -143,6 +237,10 @@ func (a *Agent) runTool(ctx context.Context, t Tool, args string) ([]surface.Blo
 			"the turn was cancelled (%v) while this call was running, and the call %s; its outcome is unknown: retry only idempotent work, or verify first",
 			context.Cause(ctx), stopped)}
 	case finished && !errors.Is(context.Cause(rctx), errToolTimeout):
+		var refusal *ToolRefusal
+		if errors.As(r.err, &refusal) && refusal.Code != "" {
+			return nil, &surface.ToolError{Name: t.Name(), Code: refusal.Code, Reason: refusal.Reason}
+		}
 		return nil, &surface.ToolError{Name: t.Name(), Code: CodeToolError, Reason: r.err.Error()}
 	default:
 		if !finished {

@@ -21,7 +21,8 @@ type Tool interface {
 	// cancelled; Run should return promptly then. One that does not is
 	// abandoned by the loop: it keeps running in its goroutine, and what it
 	// returns is dropped. Run may therefore run concurrently with later
-	// calls and must not rely on the loop waiting for it.
+	// calls and must not rely on the loop waiting for it. ToolCallID(ctx)
+	// is the call's id (the callId of its tool/call event).
 	Run(ctx context.Context, arguments string) ([]surface.Block, error)
 }
 

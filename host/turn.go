@@ -279,14 +279,16 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 	if err != nil {
 		return attemptResult{end: failed(err)}, nil
 	}
-	result, serr := a.cfg.Model.Stream(ctx, req, a.onDelta)
-	if after, err := llm.EncodeRequest(req); err != nil || !bytes.Equal(sent, after) {
-		// The request is immutable: a model or middleware that changed it
-		// broke the reconstruction guarantee, so the step fails loudly.
+	modified := false
+	result, serr := a.modelChain(sent, &modified)(ctx, req, a.onDelta)
+	if after, err := llm.EncodeRequest(req); modified || err != nil || !bytes.Equal(sent, after) {
+		// The request is immutable: a model, middleware or interceptor that
+		// changed it (or handed the model another one) broke the
+		// reconstruction guarantee, so the step fails loudly.
 		if err := a.settleAttempt(turn, step, result); err != nil {
 			return attemptResult{}, err
 		}
-		return attemptResult{end: failed(errors.New("the request was modified during dispatch; requests are immutable"))}, nil
+		return attemptResult{end: failed(errRequestModified)}, nil
 	}
 	if serr == nil && result != nil {
 		if err := a.settle(turn, step, cfg, result, false); err != nil {

@@ -1,7 +1,8 @@
 // Package embed shows a Go program that embeds Weir's host as a library:
 // its own Go tool, the offline model, the three default providers as
-// sandboxed WebAssembly plugins, and a session kept in memory, followed by
-// a subscriber on another goroutine. See example_test.go; "go test
+// sandboxed WebAssembly plugins, a tool interceptor (an approval gate),
+// and a session kept in memory, followed by a subscriber on another
+// goroutine. See example_test.go; "go test
 // ./examples/embed" runs it. concurrent_test.go runs 20 sessions side by
 // side, each with its subscriber (run it with -race too).
 // store_test.go keeps sessions in a custom store (the host/store contract)

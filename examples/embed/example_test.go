@@ -67,14 +67,28 @@ func Example() {
 		panic(err)
 	}
 
+	// An interceptor wraps every tool call (host.Config.ToolInterceptors;
+	// ModelInterceptors wrap the model calls): here an approval gate that
+	// lets only the tools it knows run, and keeps an audit of the calls.
+	var audit []string
+	approve := func(ctx context.Context, call host.ToolCall, next host.ToolRun) ([]surface.Block, error) {
+		if call.Name != "shout" {
+			audit = append(audit, call.ID+" "+call.Name+" refused")
+			return nil, &host.ToolRefusal{Code: "TOOL_DENIED", Reason: "this tool needs approval"}
+		}
+		audit = append(audit, call.ID+" "+call.Name+" approved")
+		return next(ctx, call)
+	}
+
 	agent, err := host.NewAgent(s, host.Config{
-		Route:      host.Route{Provider: "offline", Model: "script", ContextWindow: 8192},
-		Model:      llm.NewScripted(model),
-		Prompt:     prompt,
-		Sections:   []host.Section{{Key: "base", Text: "You are terse."}},
-		Tools:      []host.Tool{shout},
-		Compactors: []host.CompactionProvider{compaction},
-		Meter:      meter,
+		Route:            host.Route{Provider: "offline", Model: "script", ContextWindow: 8192},
+		Model:            llm.NewScripted(model),
+		Prompt:           prompt,
+		Sections:         []host.Section{{Key: "base", Text: "You are terse."}},
+		Tools:            []host.Tool{shout},
+		ToolInterceptors: []host.ToolInterceptor{approve},
+		Compactors:       []host.CompactionProvider{compaction},
+		Meter:            meter,
 	})
 	if err != nil {
 		panic(err)
@@ -103,6 +117,7 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("turn", res.Turn, res.Reason.Kind, "in", res.Steps, "steps")
+	fmt.Println("audit:", strings.Join(audit, "; "))
 	for _, m := range s.Log().Messages() {
 		fmt.Printf("%-9s %s\n", m.Role, describe(m))
 	}
@@ -118,6 +133,7 @@ func Example() {
 	// subscriber saw: turn/start step/start system/message user/message request/header request/context assistant/message tool/call tool/result step/end step/start assistant/message step/end turn/end
 	// subscriber dropped: 0
 	// turn 1 completed in 2 steps
+	// audit: call-1 shout approved
 	// system    You are terse.
 	// user      Say hello loudly.
 	// assistant → shout({"text":"hello"})
