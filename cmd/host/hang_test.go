@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -119,24 +116,7 @@ func TestCtrlCDuringAStreamThatNeverEnds(t *testing.T) {
 			cmd := exec.Command(hostBin, runArgs(srv.URL(), "--session", file, "hi")...)
 			cmd.Dir = dir
 			cmd.Env = hostEnv("WEIR_TEST_KEY=sk-hang-test-secret-0123456789")
-			stdout, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			require.NoError(t, cmd.Start())
-			br := bufio.NewReader(stdout)
-			seen := ""
-			for !strings.Contains(seen, "Partial") {
-				b, err := br.ReadByte()
-				require.NoError(t, err, "stdout so far: %q", seen)
-				seen += string(b)
-			}
-			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-			go func() { br.WriteTo(io.Discard) }()
-			err = waitExit(t, cmd, hangBound)
-			var ee *exec.ExitError
-			require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
-			require.Equal(t, 130, ee.ExitCode(), "stderr: %s", stderr.String())
+			interruptAfter(t, cmd, "Partial", hangBound)
 			requireResumable(t, srv, dir, file)
 		})
 	}

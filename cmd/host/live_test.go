@@ -142,25 +142,8 @@ func TestRunCancelledMidStreamThenResumed(t *testing.T) {
 	srv.Push(slow)
 
 	cmd := liveCmd(t, dir, srv.URL(), "--session", file, "tell me a long story")
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	br := bufio.NewReader(stdout)
-	seen := ""
-	for !strings.Contains(seen, "Partial") {
-		b, err := br.ReadByte()
-		require.NoError(t, err, "stdout so far: %q", seen)
-		seen += string(b)
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	go func() { br.WriteTo(io.Discard) }() // drain the rest so the process can exit
-	err = waitExit(t, cmd, 30*time.Second)
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
-	require.Equal(t, 130, ee.ExitCode(), "an interrupted run exits 130; stderr: %s", stderr.String())
-	require.Contains(t, stderr.String(), "aborted")
+	stderr := interruptAfter(t, cmd, "Partial", 30*time.Second)
+	require.Contains(t, stderr, "aborted")
 	r := runHost(t, dir, "", "replay", file)
 	require.Equal(t, 0, r.code, "the interrupted session replays: %s", r.stderr)
 
@@ -200,6 +183,32 @@ func seqOf(t *testing.T, file, sub string) string {
 
 // waitExit waits for cmd, failing the test (and killing cmd) if it has not
 // exited within limit: a generous guard, not a measure of speed.
+// interruptAfter starts cmd, sends SIGINT once its standard output shows
+// text, and requires it to exit with status 130 within limit. It returns
+// the command's standard error.
+func interruptAfter(t *testing.T, cmd *exec.Cmd, text string, limit time.Duration) string {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	br := bufio.NewReader(stdout)
+	seen := ""
+	for !strings.Contains(seen, text) {
+		b, err := br.ReadByte()
+		require.NoError(t, err, "stdout so far: %q", seen)
+		seen += string(b)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	go func() { br.WriteTo(io.Discard) }() // drain the rest so the process can exit
+	err = waitExit(t, cmd, limit)
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+	require.Equal(t, 130, ee.ExitCode(), "an interrupted run exits 130; stderr: %s", stderr.String())
+	return stderr.String()
+}
+
 func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration) error {
 	t.Helper()
 	done := make(chan error, 1)
