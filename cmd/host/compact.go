@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/config"
@@ -82,19 +85,11 @@ func compactCmd(e *env, args []string) error {
 	defer release()
 	ctx, interrupted, stop := interrupts(e)
 	defer stop()
-	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
+	a, set, prov, err := compactionAgent(ctx, e, cfg, model, route, s, log)
 	if err != nil {
 		return err
 	}
 	defer set.Close(ctx)
-	if len(prov.compactors) == 0 {
-		return fmt.Errorf("no compaction plugin is enabled in the configuration")
-	}
-	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
-		Sections: cfg.Sections(cfg.Model), Data: hostData(cfg, route, time.Now(), workdir()), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
-	if err != nil {
-		return err
-	}
 	p := newPrinter(e.stdout)
 	p.watch(s.Log(), prov.compactors)
 	before, from := s.Log().NodeCount(), s.Log().NextSeq()
@@ -130,6 +125,27 @@ func compactCmd(e *env, args []string) error {
 	return nil
 }
 
+// compactionAgent loads the route's plugins for session s and builds the
+// agent that compacts it, as "compact" and "compact --dry-run" both do. The
+// caller closes the returned plugin set.
+func compactionAgent(ctx context.Context, e *env, cfg *config.Config, model llm.Model, route host.Route, s *host.Session, log hclog.Logger) (*host.Agent, *pluginSet, *providers, error) {
+	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(prov.compactors) == 0 {
+		set.Close(ctx)
+		return nil, nil, nil, fmt.Errorf("no compaction plugin is enabled in the configuration")
+	}
+	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
+		Sections: cfg.Sections(cfg.Model), Data: hostData(cfg, route, time.Now(), workdir()), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
+	if err != nil {
+		set.Close(ctx)
+		return nil, nil, nil, err
+	}
+	return a, set, prov, nil
+}
+
 // compactDryRun runs the configured compaction on the session read into
 // memory (the file is opened for reading only, so not even a resume marker
 // is written) and prints the receipt.
@@ -142,19 +158,11 @@ func compactDryRun(e *env, cfg *config.Config, model llm.Model, route host.Route
 	log := newLogger(cfg.Log, e.stderr)
 	ctx, interrupted, stop := interrupts(e)
 	defer stop()
-	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
+	a, set, _, err := compactionAgent(ctx, e, cfg, model, route, s, log)
 	if err != nil {
 		return err
 	}
 	defer set.Close(ctx)
-	if len(prov.compactors) == 0 {
-		return fmt.Errorf("no compaction plugin is enabled in the configuration")
-	}
-	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
-		Sections: cfg.Sections(cfg.Model), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
-	if err != nil {
-		return err
-	}
 	r, err := a.CompactDryRun(ctx)
 	if interrupted() {
 		return &exitStatus{code: 130, msg: "interrupted: the dry run was cancelled; nothing was written"}
