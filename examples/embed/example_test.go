@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/host/plugin"
@@ -14,15 +13,17 @@ import (
 	"github.com/weirhost/weir/surface"
 )
 
-// A program brings its own tools: here, one that upper-cases text.
-var shout = &host.FuncTool{
-	ToolName:    "shout",
-	Description: "Return the text in capital letters.",
-	Parameters:  jsontext.Value(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-	Fn: func(_ context.Context, args string) (string, error) {
-		return strings.ToUpper(args), nil
-	},
+// A program brings its own tools: here, one that upper-cases text. Its
+// parameters schema is derived from shoutArgs, and the model's arguments
+// are checked against it before the function runs.
+type shoutArgs struct {
+	Text string `json:"text" jsonschema:"the text to shout"`
 }
+
+var shout = host.MustTool("shout", "Return the text in capital letters.",
+	func(_ context.Context, in shoutArgs) (string, error) {
+		return strings.ToUpper(in.Text), nil
+	})
 
 // The offline model plays a script: call the tool, then answer.
 const script = `{"replies": [
@@ -137,7 +138,7 @@ func Example() {
 	// system    You are terse.
 	// user      Say hello loudly.
 	// assistant → shout({"text":"hello"})
-	// user      ← {"TEXT":"HELLO"}
+	// user      ← HELLO
 	// assistant Done: the tool shouted for me.
 	// next request: 5 messages, first is system
 	// surface tokens: true
