@@ -152,11 +152,6 @@ type RequestContext struct {
 	SystemPromptUpdate string `json:"systemPromptUpdate,omitzero"`
 }
 
-type stepRef struct {
-	Turn int64 `json:"turn"`
-	Step int64 `json:"step,omitzero"`
-}
-
 // NewAgent attaches a loop instance to a session. An interrupted turn left
 // by a crash is repaired first. On a session a turn is running on, it
 // returns an error matching ErrBusy.

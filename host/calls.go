@@ -29,14 +29,6 @@ const (
 // call), short enough that an interrupt ends the turn promptly.
 var toolGrace = 200 * time.Millisecond
 
-type toolCallData struct {
-	Turn      int64  `json:"turn"`
-	Step      int64  `json:"step"`
-	CallID    string `json:"callId"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
 // runTools runs the step's tool calls in model order, appending tool/call
 // and its tool/result for each. A call runs under its timeout (see
 // Config.ToolTimeout). Cancellation while a call runs records that call's
@@ -56,7 +48,7 @@ func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.
 			}
 			return aborted(ctx), nil
 		}
-		ev, err := a.s.append(surface.TypeToolCall, toolCallData{turn, step, c.ID, c.Name, c.Arguments}, surface.Op{}, nil)
+		ev, err := a.s.append(surface.TypeToolCall, ToolCallData{turn, step, c.ID, c.Name, c.Arguments}, surface.Op{}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +100,7 @@ func (a *Agent) runToolsParallel(ctx context.Context, turn, step int64, calls []
 	}
 	seqs := make([]int64, len(calls))
 	for i, c := range calls {
-		ev, err := a.s.append(surface.TypeToolCall, toolCallData{turn, step, c.ID, c.Name, c.Arguments}, surface.Op{}, nil)
+		ev, err := a.s.append(surface.TypeToolCall, ToolCallData{turn, step, c.ID, c.Name, c.Arguments}, surface.Op{}, nil)
 		if err != nil {
 			return nil, err
 		}

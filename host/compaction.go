@@ -175,7 +175,7 @@ func (a *Agent) retryHandler(ctx context.Context, in RequestError) (RequestError
 	if wait <= 0 {
 		wait = time.Duration(a.retries+1) * 500 * time.Millisecond
 	}
-	data := retryData{Turn: in.Turn, Step: in.Step, Failure: surface.CallError{Message: e.Error(), Code: e.Code}}
+	data := Retry{Turn: in.Turn, Step: in.Step, Failure: surface.CallError{Message: e.Error(), Code: e.Code}}
 	if e.RetryAfter > a.cfg.MaxRetryWait {
 		// Say so: the provider asked for longer than the host will wait.
 		data.RetryAfterMs = e.RetryAfter.Milliseconds()
@@ -203,15 +203,3 @@ func (a *Agent) retryHandler(ctx context.Context, in RequestError) (RequestError
 
 // RetryWaitKey is the configuration key of Config.MaxRetryWait.
 const RetryWaitKey = "retry.maxWait"
-
-type retryData struct {
-	Turn    int64             `json:"turn"`
-	Step    int64             `json:"step"`
-	Retry   int               `json:"retry"`
-	Failure surface.CallError `json:"failure"`
-	WaitMs  int64             `json:"waitMs"`
-	// RetryAfterMs is what the provider asked for, recorded only when the
-	// host waits less (its cap, RetryWaitKey); Note says so in words.
-	RetryAfterMs int64  `json:"retryAfterMs,omitzero"`
-	Note         string `json:"note,omitzero"`
-}

@@ -321,7 +321,7 @@ func TestParallelToolsCommitInCallOrder(t *testing.T) {
 			for _, e := range h.s.Log().Events() {
 				switch e.Type {
 				case surface.TypeToolCall:
-					var d toolCallData
+					var d ToolCallData
 					require.NoError(t, json.Unmarshal(e.Data, &d))
 					callIDs = append(callIDs, d.CallID)
 					types = append(types, "call")

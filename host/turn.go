@@ -23,7 +23,7 @@ func (a *Agent) turn(ctx context.Context) (*TurnResult, error) {
 		return nil, fmt.Errorf("session %s: turn %d is still open: a previous run failed inside it; reopen the session to repair it: %w", a.s.id, t, ErrTurnOpen)
 	}
 	res := &TurnResult{Turn: l.LastTurn() + 1}
-	if _, err := a.s.append(surface.TypeTurnStart, stepRef{Turn: res.Turn}, surface.Op{}, nil); err != nil {
+	if _, err := a.s.append(surface.TypeTurnStart, StepRef{Turn: res.Turn}, surface.Op{}, nil); err != nil {
 		return nil, err
 	}
 	a.overflow = 0
@@ -123,13 +123,13 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 		a.s.ReportFailure(Proposer{Kind: ByPrompt, ID: a.promptID()}, err)
 	}
 	// step/start, then the prompt, then the entered batch.
-	if _, err := a.s.append(surface.TypeStepStart, stepRef{turn, step}, surface.Op{}, nil); err != nil {
+	if _, err := a.s.append(surface.TypeStepStart, StepRef{turn, step}, surface.Op{}, nil); err != nil {
 		return stepOutcome{}, err
 	}
 	out := stepOutcome{entered: true}
 	end := func(reason *surface.EndReason) (stepOutcome, error) {
 		out.end = reason
-		if _, err := a.s.append(surface.TypeStepEnd, stepRef{turn, step}, surface.Op{}, nil); err != nil {
+		if _, err := a.s.append(surface.TypeStepEnd, StepRef{turn, step}, surface.Op{}, nil); err != nil {
 			return out, err
 		}
 		return out, a.s.Flush()
@@ -404,11 +404,7 @@ func (a *Agent) settle(turn, step int64, cfg surface.CallConfig, r *llm.Result, 
 // settleAttempt appends assistant/attempt for an attempt that produced no
 // surface message.
 func (a *Agent) settleAttempt(turn, step int64, r *llm.Result) error {
-	_, err := a.s.append(surface.TypeAssistantAttempt, struct {
-		Turn   int64          `json:"turn"`
-		Step   int64          `json:"step"`
-		Stream jsontext.Value `json:"stream"`
-	}{turn, step, streamOf(r)}, surface.Op{}, nil)
+	_, err := a.s.append(surface.TypeAssistantAttempt, Attempt{turn, step, streamOf(r)}, surface.Op{}, nil)
 	return err
 }
 
