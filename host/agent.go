@@ -37,7 +37,9 @@ type Config struct {
 	// Model on the conversation's route.
 	Summarizer Summarizer
 	Logger     hclog.Logger
-	// OnDelta receives streamed output as it arrives.
+	// OnDelta receives streamed output as it arrives, synchronously on the
+	// driver's goroutine (it delays the stream while it runs). Other
+	// goroutines follow the stream with Session.SubscribeDeltas.
 	OnDelta func(llm.Delta)
 	// MaxSteps bounds the steps of one turn (default 64).
 	MaxSteps int
@@ -138,8 +140,9 @@ type Agent struct {
 	lastCtx  *RequestContext
 	rc       runtimeContext
 	overflow int
-	retries  int       // retries in the current step
-	budget   time.Time // when the current step's provider budget runs out
+	retries  int        // retries in the current step
+	at       attemptRef // the model attempt under way, for tagging deltas
+	budget   time.Time  // when the current step's provider budget runs out
 	toolsBy  map[string]Tool
 	schemas  []jsontext.Value
 }
@@ -150,6 +153,12 @@ type RequestContext struct {
 	Model              string `json:"model"`
 	ContextWindow      int64  `json:"contextWindow,omitzero"`
 	SystemPromptUpdate string `json:"systemPromptUpdate,omitzero"`
+}
+
+// attemptRef names a model attempt: its turn, step and number in the step.
+type attemptRef struct {
+	turn, step int64
+	attempt    int
 }
 
 // NewAgent attaches a loop instance to a session. An interrupted turn left

@@ -1,8 +1,11 @@
 package host
 
 import (
+	"slices"
+
 	"errors"
 	"fmt"
+	"github.com/weirhost/weir/host/llm"
 	"sync"
 	"sync/atomic"
 
@@ -49,9 +52,29 @@ const DefaultSubscriptionBuffer = 256
 // event is not delivered and Dropped counts it; the loop never waits. The
 // events a subscriber does receive stay in seq order, so a gap in Seq
 // shows where events were dropped; Snapshot().Events holds them all.
-type Subscription struct {
+type Subscription struct{ feed[surface.Event] }
+
+// Delta is a piece of a model reply as it streams, tagged with where it
+// belongs: the turn and step, and the step's model attempt (from 1; a
+// retried or recovered request is the next attempt). Deltas are not in the
+// log: the reply's assistant/message (or assistant/attempt) records the
+// whole stream once the attempt ends.
+type Delta struct {
+	Turn, Step int64
+	Attempt    int
+	llm.Delta
+}
+
+// DeltaSubscription delivers the deltas of the model replies streamed on
+// a session, in arrival order, with the same rules as Subscription: a
+// bounded buffer, never blocking the loop, Dropped counting what a full
+// buffer refused.
+type DeltaSubscription struct{ feed[Delta] }
+
+// feed is one subscriber's channel of T.
+type feed[T any] struct {
 	s       *Session
-	c       chan surface.Event
+	c       chan T
 	dropped atomic.Uint64
 	done    bool // under s.mu
 }
@@ -62,46 +85,75 @@ type Subscription struct {
 // safe to call from any goroutine. Cancel it with Close; Session.Close
 // ends it too. Either way its channel is closed.
 func (s *Session) Subscribe(buf int) *Subscription {
+	sub := &Subscription{}
+	subscribe(s, &sub.feed, buf, &s.subs)
+	return sub
+}
+
+// SubscribeDeltas returns a subscription to the deltas of the model
+// replies streamed on the session from now on, whichever agent drives it.
+// buf, Close and the end of the channel are as for Subscribe.
+func (s *Session) SubscribeDeltas(buf int) *DeltaSubscription {
+	sub := &DeltaSubscription{}
+	subscribe(s, &sub.feed, buf, &s.deltaSubs)
+	return sub
+}
+
+func subscribe[T any](s *Session, f *feed[T], buf int, list *[]*feed[T]) {
 	if buf < 1 {
 		buf = DefaultSubscriptionBuffer
 	}
-	sub := &Subscription{s: s, c: make(chan surface.Event, buf)}
+	f.s, f.c = s, make(chan T, buf)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		sub.done = true
-		close(sub.c)
-		return sub
+		f.done = true
+		close(f.c)
+		return
 	}
-	s.subs = append(s.subs, sub)
-	return sub
+	*list = append(*list, f)
+	s.deltaSubsN.Store(int32(len(s.deltaSubs)))
 }
 
 // Events is the channel the subscription's events arrive on. It is closed
 // when the subscription ends.
 func (sub *Subscription) Events() <-chan surface.Event { return sub.c }
 
-// Dropped counts the events not delivered because the buffer was full.
-func (sub *Subscription) Dropped() uint64 { return sub.dropped.Load() }
+// Deltas is the channel the subscription's deltas arrive on. It is closed
+// when the subscription ends.
+func (sub *DeltaSubscription) Deltas() <-chan Delta { return sub.c }
 
-// Close ends the subscription: no event is delivered after it returns and
-// the channel is closed (events already buffered can still be read). It
+// Dropped counts what was not delivered because the buffer was full.
+func (f *feed[T]) Dropped() uint64 { return f.dropped.Load() }
+
+// Close ends the subscription: nothing is delivered after it returns and
+// the channel is closed (what is already buffered can still be read). It
 // is safe to call from any goroutine, more than once, and from the
 // subscriber's own receive loop.
-func (sub *Subscription) Close() {
-	s := sub.s
+func (f *feed[T]) Close() {
+	s := f.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sub.done {
+	if f.done {
 		return
 	}
-	sub.done = true
-	close(sub.c)
-	for i, o := range s.subs {
-		if o == sub {
-			s.subs = append(s.subs[:i:i], s.subs[i+1:]...)
-			break
-		}
+	f.done = true
+	close(f.c)
+	switch f := any(f).(type) {
+	case *feed[surface.Event]:
+		s.subs = slices.DeleteFunc(s.subs, func(o *feed[surface.Event]) bool { return o == f })
+	case *feed[Delta]:
+		s.deltaSubs = slices.DeleteFunc(s.deltaSubs, func(o *feed[Delta]) bool { return o == f })
+		s.deltaSubsN.Store(int32(len(s.deltaSubs)))
+	}
+}
+
+// offer hands v to the subscriber without blocking. s.mu is held.
+func (f *feed[T]) offer(v T) {
+	select {
+	case f.c <- v:
+	default:
+		f.dropped.Add(1)
 	}
 }
 
@@ -110,12 +162,21 @@ func (sub *Subscription) Close() {
 func (s *Session) publishLocked(evs []surface.Event) {
 	for _, sub := range s.subs {
 		for _, e := range evs {
-			select {
-			case sub.c <- e:
-			default:
-				sub.dropped.Add(1)
-			}
+			sub.offer(e)
 		}
+	}
+}
+
+// publishDelta offers a delta to every delta subscription, without
+// blocking. It costs one atomic load when there is none.
+func (s *Session) publishDelta(d Delta) {
+	if s.deltaSubsN.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sub := range s.deltaSubs {
+		sub.offer(d)
 	}
 }
 
@@ -127,7 +188,12 @@ func (s *Session) closeSubsLocked() {
 		sub.done = true
 		close(sub.c)
 	}
-	s.subs = nil
+	for _, sub := range s.deltaSubs {
+		sub.done = true
+		close(sub.c)
+	}
+	s.subs, s.deltaSubs = nil, nil
+	s.deltaSubsN.Store(0)
 }
 
 // Snapshot is an immutable view of a session's log at one instant. It is

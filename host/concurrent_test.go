@@ -29,7 +29,8 @@ func newGateModel(gated bool) *gateModel {
 	return &gateModel{gated: gated, entered: make(chan struct{}), release: make(chan struct{})}
 }
 
-func (m *gateModel) Stream(ctx context.Context, req *llm.Request, _ func(llm.Delta)) (*llm.Result, error) {
+func (m *gateModel) Stream(ctx context.Context, req *llm.Request, on func(llm.Delta)) (*llm.Result, error) {
+	on(llm.Delta{Kind: llm.DeltaText, Text: "…"}) // for delta subscribers
 	if m.gated {
 		select {
 		case m.entered <- struct{}{}:
@@ -198,6 +199,16 @@ func TestHammerDuringTurns(t *testing.T) {
 		}
 		sub.Close()
 	})
+	hammer(func(int) {
+		sub := s.SubscribeDeltas(2)
+		for range 3 {
+			select {
+			case <-sub.Deltas():
+			default:
+			}
+		}
+		sub.Close()
+	})
 	hammer(func(int) { require.NoError(t, s.Flush()) })
 	hammer(func(int) {
 		if _, err := a.Run(ctx); err != nil {
@@ -337,4 +348,49 @@ func TestTurnResultErr(t *testing.T) {
 	require.ErrorIs(t, res.Err(), ErrTurnAborted)
 	require.Contains(t, res.Err().Error(), "the user pressed stop")
 	require.NotErrorIs(t, res.Err(), ErrTurnFailed)
+}
+
+// Streamed deltas reach a delta subscription tagged with their turn, step
+// and attempt; a retried request is the step's next attempt.
+func TestDeltaSubscriptionTagsEachPiece(t *testing.T) {
+	h := newHarness(t, "sys", func(c *Config) {
+		c.MaxRetryWait = time.Millisecond
+		c.ModelInterceptors = []ModelInterceptor{func(ctx context.Context, req *llm.Request, on func(llm.Delta), next ModelCall) (*llm.Result, error) {
+			on(llm.Delta{Kind: llm.DeltaText, Text: "piece"})
+			return next(ctx, req, on)
+		}}
+	})
+	sub := h.s.SubscribeDeltas(16)
+	h.model.then(fail(llm.CodeServer), callTool("c1", "echo", `{}`), reply("done"))
+	h.turn("one")
+	h.model.then(reply("again"))
+	h.turn("two")
+	sub.Close()
+	var got []Delta
+	for d := range sub.Deltas() {
+		got = append(got, d)
+	}
+	piece := llm.Delta{Kind: llm.DeltaText, Text: "piece"}
+	require.Equal(t, []Delta{
+		{Turn: 1, Step: 1, Attempt: 1, Delta: piece},
+		{Turn: 1, Step: 1, Attempt: 2, Delta: piece}, // after the retry
+		{Turn: 1, Step: 2, Attempt: 1, Delta: piece},
+		{Turn: 2, Step: 1, Attempt: 1, Delta: piece},
+	}, got)
+	require.Zero(t, sub.Dropped())
+
+	// A full buffer drops and counts; Session.Close ends the channel.
+	small := h.s.SubscribeDeltas(1)
+	h.model.then(reply("three"))
+	h.turn("three")
+	h.model.then(reply("four"))
+	h.turn("four")
+	require.Equal(t, uint64(1), small.Dropped())
+	require.NoError(t, h.s.Close())
+	d, ok := <-small.Deltas()
+	require.True(t, ok)
+	require.Equal(t, int64(3), d.Turn)
+	_, ok = <-small.Deltas()
+	require.False(t, ok)
+	require.Zero(t, h.s.deltaSubsN.Load())
 }

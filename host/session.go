@@ -128,8 +128,12 @@ type Session struct {
 	busy atomic.Bool
 	// subs are the open subscriptions; closed is set by Close, which
 	// closes them.
-	subs   []*Subscription
-	closed bool
+	subs      []*feed[surface.Event]
+	deltaSubs []*feed[Delta]
+	// deltaSubsN is len(deltaSubs), read without the lock by the
+	// streaming path.
+	deltaSubsN atomic.Int32
+	closed     bool
 }
 
 // SessionOption configures a Session.

@@ -161,7 +161,8 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	// Attempts.
 	a.retries = 0
 	startsSeries := d.StartsSeries
-	for {
+	for n := 1; ; n++ {
+		a.at = attemptRef{turn, step, n}
 		res, err := a.attempt(ctx, turn, step, startsSeries)
 		startsSeries = false
 		if err != nil {
@@ -325,10 +326,13 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 	return attemptResult{end: failed(serr)}, nil
 }
 
+// onDelta hands a streamed piece to Config.OnDelta and, tagged, to the
+// session's delta subscriptions.
 func (a *Agent) onDelta(d llm.Delta) {
 	if a.cfg.OnDelta != nil {
 		a.cfg.OnDelta(d)
 	}
+	a.s.publishDelta(Delta{Turn: a.at.turn, Step: a.at.step, Attempt: a.at.attempt, Delta: d})
 }
 
 // defaultConfig is the agent/request default: the route's config.
