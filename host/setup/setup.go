@@ -113,9 +113,6 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 // Route is the route the Host's agents use.
 func (h *Host) Route() Route { return h.route }
 
-// Config is the configuration the Host was made from. Do not modify it.
-func (h *Host) Config() *config.Config { return h.cfg }
-
 // Plugins are the loaded plugins, in the configuration's order.
 func (h *Host) Plugins() []*provider.Plugin { return append([]*provider.Plugin(nil), h.loaded...) }
 
