@@ -425,8 +425,9 @@ func hostData(cfg *config.Config, r Route, now time.Time, workdir string) map[st
 }
 
 // Close releases the providers of the sessions still open, closes the
-// plugins and stops the runtime. The Host makes nothing after it; Close
-// is idempotent.
+// plugins and stops the runtime. Close the agents' turns first: a plugin
+// call still running fails (the session records the failure). The Host
+// makes nothing after Close; Close is idempotent.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
