@@ -472,25 +472,3 @@ func TestTermWriter(t *testing.T) {
 	require.NoError(t, json.Unmarshal(bytes.TrimSpace(out.Bytes()), &back), out.String())
 	require.Equal(t, msg, back["@message"])
 }
-
-func TestIsLoopback(t *testing.T) {
-	cases := []struct {
-		url  string
-		want bool
-	}{
-		{"http://localhost:11434/v1", true},
-		{"http://LOCALHOST:8080/v1", true},
-		{"http://api.localhost/v1", true},
-		{"http://127.0.0.1:8000/v1", true},
-		{"http://127.1.2.3/v1", true},
-		{"http://[::1]:8080/v1", true},
-		{"https://api.deepseek.com", false},
-		{"http://10.0.0.5:8000/v1", false},
-		{"http://0.0.0.0:8000/v1", false},
-		{"http://localhost.example.com/v1", false},
-		{"not a url", false},
-	}
-	for _, c := range cases {
-		require.Equal(t, c.want, isLoopback(c.url), c.url)
-	}
-}

@@ -6,18 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/config"
-	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/host/setup"
 	"github.com/weirhost/weir/surface"
+	"slices"
 )
 
 func init() {
@@ -71,12 +71,12 @@ func compactCmd(e *env, args []string) error {
 		return configError(e, "compact", err)
 	}
 	log := newLogger(cfg.Log, e.stderr)
-	model, route, err := o.open(cfg, log)
+	route, err := o.open(cfg, log)
 	if err != nil {
 		return err
 	}
 	if *dry {
-		return compactDryRun(e, cfg, model, route, pos[0], *asJSON)
+		return compactDryRun(e, cfg, route, pos[0], *asJSON)
 	}
 	s, release, err := openSession(cfg, pos[0], true)
 	if err != nil {
@@ -85,13 +85,14 @@ func compactCmd(e *env, args []string) error {
 	defer release()
 	ctx, interrupted, stop := interrupts(e)
 	defer stop()
-	a, set, prov, err := compactionAgent(ctx, e, cfg, model, route, s, log)
+	h, a, err := compactionAgent(ctx, e, cfg, route, s, log)
 	if err != nil {
 		return err
 	}
-	defer set.Close(ctx)
+	defer h.Close(ctx)
+	defer a.Close()
 	p := newPrinter(e.stdout)
-	p.watch(s.Log(), prov.compactors)
+	p.watch(s.Log(), a.Providers.Compactors)
 	before, from := s.Log().NodeCount(), s.Log().NextSeq()
 	var changed bool
 	if *region != "" {
@@ -115,7 +116,7 @@ func compactCmd(e *env, args []string) error {
 	}
 	if !changed {
 		var names []string
-		for _, c := range prov.compactors {
+		for _, c := range a.Providers.Compactors {
 			names = append(names, strconv.Quote(c.ID()))
 		}
 		fmt.Fprintf(e.stdout, "nothing to compact: the surface has %d nodes and %s proposed no change\n", before, termLine(strings.Join(names, ", ")))
@@ -125,31 +126,30 @@ func compactCmd(e *env, args []string) error {
 	return nil
 }
 
-// compactionAgent loads the route's plugins for session s and builds the
-// agent that compacts it, as "compact" and "compact --dry-run" both do. The
-// caller closes the returned plugin set.
-func compactionAgent(ctx context.Context, e *env, cfg *config.Config, model llm.Model, route host.Route, s *host.Session, log hclog.Logger) (*host.Agent, *pluginSet, *providers, error) {
-	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
+// compactionAgent loads the route's plugins and builds the agent that
+// compacts session s, as "compact" and "compact --dry-run" both do. The
+// caller closes the agent, then the host.
+func compactionAgent(ctx context.Context, e *env, cfg *config.Config, route *setup.Route, s *host.Session, log hclog.Logger) (*setup.Host, *setup.Agent, error) {
+	h, err := newHost(ctx, e, cfg, route, log, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	if len(prov.compactors) == 0 {
-		set.Close(ctx)
-		return nil, nil, nil, fmt.Errorf("no compaction plugin is enabled in the configuration")
+	if !slices.ContainsFunc(h.Plugins(), func(p *provider.Plugin) bool { return p.Role() == provider.RoleCompaction }) {
+		h.Close(ctx)
+		return nil, nil, fmt.Errorf("no compaction plugin is enabled in the configuration")
 	}
-	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
-		Sections: cfg.Sections(cfg.Model), Data: hostData(cfg, route, time.Now(), workdir()), Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
+	a, err := h.Agent(s, host.Config{})
 	if err != nil {
-		set.Close(ctx)
-		return nil, nil, nil, err
+		h.Close(ctx)
+		return nil, nil, err
 	}
-	return a, set, prov, nil
+	return h, a, nil
 }
 
 // compactDryRun runs the configured compaction on the session read into
 // memory (the file is opened for reading only, so not even a resume marker
 // is written) and prints the receipt.
-func compactDryRun(e *env, cfg *config.Config, model llm.Model, route host.Route, path string, asJSON bool) error {
+func compactDryRun(e *env, cfg *config.Config, route *setup.Route, path string, asJSON bool) error {
 	ld, err := loadLog(path)
 	if err != nil {
 		return err
@@ -158,11 +158,12 @@ func compactDryRun(e *env, cfg *config.Config, model llm.Model, route host.Route
 	log := newLogger(cfg.Log, e.stderr)
 	ctx, interrupted, stop := interrupts(e)
 	defer stop()
-	a, set, _, err := compactionAgent(ctx, e, cfg, model, route, s, log)
+	h, a, err := compactionAgent(ctx, e, cfg, route, s, log)
 	if err != nil {
 		return err
 	}
-	defer set.Close(ctx)
+	defer h.Close(ctx)
+	defer a.Close()
 	r, err := a.CompactDryRun(ctx)
 	if interrupted() {
 		return &exitStatus{code: 130, msg: "interrupted: the dry run was cancelled; nothing was written"}
@@ -211,10 +212,4 @@ func printReceipt(w io.Writer, r *host.CompactReceipt, path string) {
 		fmt.Fprintf(w, "plugin failure: %s: %s\n", termSafe(f.Plugin), termSafe(f.Error))
 	}
 	fmt.Fprintf(w, "\nsurface: %d nodes → %d nodes; summarize calls: %d\n", r.NodesBefore, r.NodesAfter, r.SummarizeCalls)
-}
-
-// workdir is the working directory, or "" when it cannot be read.
-func workdir() string {
-	d, _ := os.Getwd()
-	return d
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/weirhost/weir/host/builtin"
 	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/host/setup"
 	"github.com/weirhost/weir/plugins"
 	"github.com/weirhost/weir/surface"
 )
@@ -125,40 +126,30 @@ func demoCmd(e *env, args []string) error {
 	defer os.RemoveAll(work)
 	p := newPrinter(e.stdout)
 	sections := []host.Section{{Key: "base", Text: config.DefaultSystemPrompt}}
-	route := host.Route{Provider: "offline", Model: "demo", ContextWindow: 8192, MaxTokens: 1024}
+	route := &setup.Route{Route: host.Route{Provider: "offline", Model: "demo", ContextWindow: 8192, MaxTokens: 1024},
+		Tokenizer: "heuristic", Model: llm.NewScripted(script)}
 	// The three default providers run as WebAssembly plugins, loaded from
 	// the modules embedded in this binary; the demo's small window needs a
 	// smaller compaction headroom than the default.
 	ctx := context.Background()
 	log := newLogger(cfg.Log, e.stderr)
-	set, err := loadPlugins(ctx, e, cfg, log, map[string][]byte{
-		"compaction-basic": []byte(`{"headroomTokens": 1024}`),
-		"token-meter":      meterConfig(route, "heuristic"),
+	h, err := newHost(ctx, e, cfg, route, log, map[string][]byte{"compaction-basic": []byte(`{"headroomTokens": 1024}`)})
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	a, err := h.Agent(s, host.Config{
+		Sections: sections,
+		Data:     map[string]string{}, // no host data: the session file is the same wherever it runs
+		Tools:    builtin.Tools(work, clock),
+		OnDelta:  p.delta,
 	})
 	if err != nil {
 		return err
 	}
-	defer set.Close(ctx)
-	prov, err := set.forSession(s)
-	if err != nil {
-		return err
-	}
-	tokens := prov.meter
-	a, err := host.NewAgent(s, limits(cfg, host.Config{
-		Route:      route,
-		Model:      llm.NewScripted(script),
-		Prompt:     prov.prompt,
-		Sections:   sections,
-		Tools:      builtin.Tools(work, clock),
-		Compactors: prov.compactors,
-		Meter:      tokens,
-		OnDelta:    p.delta,
-		Logger:     log,
-	}))
-	if err != nil {
-		return err
-	}
-	p.watch(s.Log(), prov.compactors)
+	defer a.Close()
+	tokens := a.Providers.Meter
+	p.watch(s.Log(), a.Providers.Compactors)
 	if tokens != nil {
 		s.Log().Observe(func(ev surface.Event) {
 			if ev.Type == surface.TypeStepEnd {
@@ -176,7 +167,7 @@ func demoCmd(e *env, args []string) error {
 			fmt.Fprintln(e.stdout, "\n(the configuration adds a prompt section: the next step replaces node 0)")
 			continue
 		case actionCompact:
-			fmt.Fprintf(e.stdout, "\n(manual compaction: %s)\n", compactorsLine(prov.compactors))
+			fmt.Fprintf(e.stdout, "\n(manual compaction: %s)\n", compactorsLine(a.Providers.Compactors))
 			before := s.Log().NodeCount()
 			if _, err := a.CompactNow(context.Background()); err != nil {
 				return err

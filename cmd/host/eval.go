@@ -17,6 +17,7 @@ import (
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/host/setup"
 	"github.com/weirhost/weir/sdk/tokenizer"
 )
 
@@ -117,11 +118,11 @@ func evalCmd(e *env, args []string) error {
 		if err != nil {
 			return configError(e, "eval", err)
 		}
-		m, _, err := (&runOptions{}).open(cfg, log)
+		r, err := (&runOptions{}).open(cfg, log)
 		if err != nil {
 			return fmt.Errorf("--summarize-route %s: %w", *sumRoute, err)
 		}
-		opts.Summaries = eval.SummaryOptions{Model: m, MaxCalls: *maxSum}
+		opts.Summaries = eval.SummaryOptions{Model: r.Model, MaxCalls: *maxSum}
 	}
 	if len(sets) == 0 {
 		sets = setFlag{{name: "baseline"}}
@@ -187,35 +188,25 @@ func replaySet(ctx context.Context, e *env, cfg *config.Config, rec *eval.Record
 	if counter == nil {
 		counter = eval.RouteCounter(rec.Route)
 	}
-	set, err := loadPlugins(ctx, e, cfg, log, evalOverrides(cfg, rec.Route, counter.Name()))
+	// The plugins are adapted to the recorded route, as run does for the
+	// selected one: the meter prices it with the report's tokenizer.
+	h, err := newHost(ctx, e, cfg, &setup.Route{Route: rec.Route, Tokenizer: counter.Name()}, log, nil)
 	if err != nil {
 		return nil, fmt.Errorf("set %q: %w", ns.name, err)
 	}
-	defer set.Close(ctx)
+	defer h.Close(ctx)
 	s := eval.Set{Name: ns.name, Baseline: ns.file == "", Providers: func(sess *host.Session) ([]host.CompactionProvider, host.Meter, error) {
-		p, err := set.forSession(sess)
+		p, err := h.Providers(sess)
 		if err != nil {
 			return nil, nil, err
 		}
-		return p.compactors, p.meter, nil
+		return p.Compactors, p.Meter, nil
 	}}
 	if f, ok := e.stderr.(*os.File); ok && isTerminal(f) {
 		opts.Progress = progressBar(e.stderr, ns.name)
 		defer fmt.Fprint(e.stderr, "\r\x1b[K")
 	}
 	return eval.Replay(ctx, rec, s, opts)
-}
-
-// evalOverrides adapts the plugins to the recorded route, as run does for
-// the selected one: the meter prices it with the report's tokenizer, and
-// on the offline route compaction-basic gets a headroom that fits its
-// small window unless the configuration sets its own.
-func evalOverrides(cfg *config.Config, route host.Route, tokenizerName string) map[string][]byte {
-	out := map[string][]byte{"token-meter": meterConfig(route, tokenizerName)}
-	if p, ok := cfg.Plugin("compaction-basic"); ok && len(p.Config) <= 2 && route.Provider == "offline" {
-		out["compaction-basic"] = []byte(fmt.Sprintf(`{"headroomTokens": %d}`, route.ContextWindow/8))
-	}
-	return out
 }
 
 // progressBar draws a one-line bar on a terminal.

@@ -113,7 +113,7 @@ func verifyPlugin(e *env, cfg *config.Config, path string, asJSON bool) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	ctx := context.Background()
-	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20))
+	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20), plugin.WithCacheDir(cacheDir()))
 	if err != nil {
 		return err
 	}

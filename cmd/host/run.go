@@ -10,8 +10,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"io"
 	"io/fs"
-	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,12 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weirhost/weir/examples/offline"
-
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/builtin"
 	"github.com/weirhost/weir/host/config"
-	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/host/setup"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -111,73 +107,17 @@ func providerTokenizer(provider string) string {
 	return "heuristic"
 }
 
-// open opens the selected route's model; log receives the client's
-// warnings.
-func (o *runOptions) open(cfg *config.Config, log hclog.Logger) (llm.Model, host.Route, error) {
-	r := cfg.Models[cfg.Model]
-	route, err := cfg.HostRoute(cfg.Model)
-	if err != nil {
-		return nil, route, err
+// open opens the selected route and its model; log receives the client's
+// warnings. The API key comes from the variable the route's apiKeyEnv
+// names.
+func (o *runOptions) open(cfg *config.Config, log hclog.Logger) (*setup.Route, error) {
+	r, err := setup.OpenRoute(cfg, cfg.Model, os.Getenv, log)
+	var missing *setup.MissingKeyError
+	if errors.As(err, &missing) {
+		return nil, fmt.Errorf("no API key: $%s is empty. Set it (or name another variable with --api-key-env), "+
+			"or try the offline model: host run --route offline \"hello\"", missing.Env)
 	}
-	if path, ok := strings.CutPrefix(r.Model, "offline:"); ok {
-		m, err := openOffline(path)
-		if err != nil {
-			return nil, route, err
-		}
-		route.Provider, route.Model = "offline", filepath.Base(path)
-		return m, route, nil
-	}
-	var key string
-	if r.APIKeyEnv != "" {
-		key = os.Getenv(r.APIKeyEnv)
-		if key == "" && !isLoopback(r.BaseURL) {
-			return nil, route, fmt.Errorf("no API key: $%s is empty. Set it (or name another variable with --api-key-env), "+
-				"or try the offline model: host run --route offline \"hello\"", r.APIKeyEnv)
-		}
-	}
-	cc, err := cfg.ClientConfig(cfg.Model, llm.Secret(key), log)
-	if err != nil {
-		return nil, route, err
-	}
-	c, err := llm.NewClient(cc)
-	if err != nil {
-		return nil, route, err
-	}
-	return c, route, nil
-}
-
-// openOffline opens the offline model on a script file. The default
-// route's script, examples/offline/tour.json, ships in the binary: it is
-// used when no such file is found, so the offline route works anywhere.
-func openOffline(path string) (llm.Model, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) && filepath.ToSlash(filepath.Clean(path)) == offline.TourPath {
-		data, err = offline.Tour, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("offline model: %w", err)
-	}
-	s, err := llm.ParseScript(data)
-	if err != nil {
-		return nil, fmt.Errorf("offline model script %s: %w", path, err)
-	}
-	return llm.NewScripted(s), nil
-}
-
-// isLoopback reports whether a base URL names this machine (localhost,
-// 127.0.0.0/8 or ::1): a local server (Ollama, llama.cpp, vLLM) needs no
-// API key.
-func isLoopback(base string) bool {
-	u, err := url.Parse(base)
-	if err != nil {
-		return false
-	}
-	h := u.Hostname()
-	if strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return r, err
 }
 
 // newSessionPath names a new session file in dir: prefix, the UTC time and
@@ -259,11 +199,11 @@ func runCmd(e *env, args []string) error {
 		return configError(e, "run", err)
 	}
 	log := newLogger(cfg.Log, e.stderr)
-	model, route, err := o.open(cfg, log)
+	route, err := o.open(cfg, log)
 	if err != nil {
 		return err
 	}
-	sections := cfg.Sections(cfg.Model)
+	var sections []host.Section // the configuration's
 	if o.set("system") {
 		sections = []host.Section{{Key: "base", Text: o.system}}
 	}
@@ -294,31 +234,30 @@ func runCmd(e *env, args []string) error {
 		ctx, interrupted, stop = interrupts(e)
 		defer stop()
 	}
-	set, prov, err := routeProviders(ctx, e, cfg, route, s, log)
+	h, err := newHost(ctx, e, cfg, route, log, nil)
 	if err != nil {
 		if interrupted() {
 			return &exitStatus{code: 130, msg: "interrupted while loading the plugins; session " + path}
 		}
 		return err
 	}
-	defer set.Close(context.Background())
-	a, err := host.NewAgent(s, limits(cfg, host.Config{Route: route, Model: model, Prompt: prov.prompt,
-		Sections: sections, Data: hostData(cfg, route, time.Now(), cwd), Tools: builtin.Tools(cwd, nil), OnDelta: out.delta,
-		Compactors: prov.compactors, Meter: prov.meter, Logger: log}))
+	defer h.Close(context.Background())
+	a, err := h.Agent(s, host.Config{Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta})
 	if err != nil {
 		return err
 	}
-	if prov.meter != nil {
+	defer a.Close()
+	if meter := a.Providers.Meter; meter != nil {
 		s.Log().Observe(func(ev surface.Event) {
 			if ev.Type == surface.TypeStepEnd {
 				out.finish()
-				tokenLine(e.stderr, prov.meter, route.ContextWindow)
+				tokenLine(e.stderr, meter, route.Route.ContextWindow)
 			}
 		})
 	}
-	out.watch(s.Log(), prov.compactors)
+	out.watch(s.Log(), a.Providers.Compactors)
 	if interactive {
-		return chat(e, a, out, path)
+		return chat(e, a.Agent, out, path)
 	}
 	res, err := a.Run(ctx, a.UserMessage(prompt))
 	out.finish()

@@ -47,7 +47,7 @@ func openStore(ctx context.Context, spec, dir string) (store.Store, error) {
 	if strings.HasPrefix(spec, "sqlite:") {
 		return sqlite.Open(ctx, strings.TrimPrefix(spec, "sqlite:"))
 	}
-	return postgres.Open(ctx, spec)
+	return postgres.Open(ctx, spec, postgres.Password(postgres.PasswordEnv))
 }
 
 // isSessionFile says whether a command's SESSION argument names a file

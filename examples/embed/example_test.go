@@ -42,8 +42,11 @@ func Example() {
 	s := host.NewSession("embedded", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
 
 	// The default providers are WebAssembly plugins embedded in the host's
-	// module: load them into one sandboxed runtime and adapt them.
-	rt, err := plugin.NewRuntime(ctx)
+	// module: load them into one sandboxed runtime and adapt them. Compiled
+	// modules are kept in cacheDir ("" keeps them in memory: every process
+	// then compiles them again, several seconds). host/setup does all of
+	// this from a weir.yaml configuration.
+	rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(cacheDir))
 	if err != nil {
 		panic(err)
 	}

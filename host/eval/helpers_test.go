@@ -18,6 +18,7 @@ import (
 	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/host/provider"
 	"github.com/weirhost/weir/plugins"
+	"github.com/weirhost/weir/sdk/plugintest"
 	"github.com/weirhost/weir/surface"
 	"github.com/weirhost/weir/surface/jsonl"
 )
@@ -28,7 +29,7 @@ const demo = "../../examples/sessions/demo.jsonl"
 func runtime(t testing.TB) *plugin.Runtime {
 	t.Helper()
 	ctx := context.Background()
-	rt, err := plugin.NewRuntime(ctx)
+	rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(plugintest.CacheDir()))
 	require.NoError(t, err)
 	t.Cleanup(func() { rt.Close(ctx) })
 	return rt

@@ -4,9 +4,12 @@
 // # Model
 //
 // One Runtime per process owns one wazero runtime (compiler engine), the
-// WASI and "weir" host modules, and a compilation cache on disk (default
-// os.UserCacheDir()/weir/wazero, overridable with WithCacheDir or the
-// WEIR_WAZERO_CACHE environment variable). Compilation uses parallel workers.
+// WASI and "weir" host modules, and a compilation cache: in memory by
+// default, on disk in the directory WithCacheDir names (the package reads
+// no environment variable and writes no file unless told). Compiling a Go
+// plugin takes seconds, so a program that starts often should give a
+// cache directory (the command-line host uses $WEIR_WAZERO_CACHE, else
+// os.UserCacheDir()/weir/wazero). Compilation uses parallel workers.
 //
 // Runtime.Load validates a module before compiling it (export names and
 // signatures, memory export, import allow-list: the WASI functions a Go

@@ -286,7 +286,7 @@ func TestClosedPlugin(t *testing.T) {
 func TestGuestOutputIsLogged(t *testing.T) {
 	var logs syncBuffer
 	logger := hclog.New(&hclog.LoggerOptions{Name: "weir", Level: hclog.Debug, Output: &logs})
-	rt, err := plugin.NewRuntime(context.Background(), plugin.WithLogger(logger))
+	rt, err := plugin.NewRuntime(context.Background(), plugin.WithLogger(logger), plugin.WithCacheDir(plugintest.CacheDir()))
 	require.NoError(t, err)
 	defer rt.Close(context.Background())
 	p, err := rt.Load(context.Background(), "alloc", module(t, "hostile/alloc"),

@@ -72,13 +72,8 @@ var defaultDeadlines = map[abi.Kind]time.Duration{
 	abi.KindTokenMeter:   1 * time.Second,
 }
 
-// CacheEnv names the environment variable that overrides the compilation
-// cache directory.
-const CacheEnv = "WEIR_WAZERO_CACHE"
-
 type runtimeConfig struct {
 	cacheDir        string
-	cacheSet        bool
 	memoryLimit     uint64
 	workers         int
 	logger          hclog.Logger
@@ -90,10 +85,11 @@ type runtimeConfig struct {
 // RuntimeOption configures NewRuntime.
 type RuntimeOption func(*runtimeConfig)
 
-// WithCacheDir stores compiled modules in dir; "" keeps them in memory only.
-// It overrides WEIR_WAZERO_CACHE and the default user cache directory.
+// WithCacheDir stores compiled modules in dir (created if missing), so that
+// later runtimes, in this process or another, skip compiling them; "" (the
+// default) keeps them in memory only, for this runtime.
 func WithCacheDir(dir string) RuntimeOption {
-	return func(c *runtimeConfig) { c.cacheDir, c.cacheSet = dir, true }
+	return func(c *runtimeConfig) { c.cacheDir = dir }
 }
 
 // WithMemoryLimit caps every guest's linear memory (rounded down to 64 KiB

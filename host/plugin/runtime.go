@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -52,14 +51,12 @@ type compileEntry struct {
 
 // NewRuntime creates the runtime: a wazero runtime with the compiler engine
 // where the platform supports it, CloseOnContextDone, the memory cap, the
-// compilation cache, and the WASI and weir host modules.
+// compilation cache (in memory unless WithCacheDir names a directory), and
+// the WASI and weir host modules. It reads no environment variable.
 func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 	cfg := defaultRuntimeConfig()
 	for _, o := range opts {
 		o(&cfg)
-	}
-	if !cfg.cacheSet {
-		cfg.cacheDir = DefaultCacheDir()
 	}
 	pages := cfg.memoryLimit / 65536
 	if pages < 1 || pages > 65536 {
@@ -104,19 +101,6 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 		return nil, fmt.Errorf("plugin runtime: weir host module: %w", err)
 	}
 	return r, nil
-}
-
-// DefaultCacheDir is the compilation cache directory used when no option
-// sets one: $WEIR_WAZERO_CACHE, else os.UserCacheDir()/weir/wazero, else ""
-// (memory only).
-func DefaultCacheDir() string {
-	if dir := os.Getenv(CacheEnv); dir != "" {
-		return dir
-	}
-	if dir, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(dir, "weir", "wazero")
-	}
-	return ""
 }
 
 // CacheDir returns the compilation cache directory in use ("" for memory).

@@ -32,17 +32,22 @@ func TestHostImportsCoverTheABI(t *testing.T) {
 }
 
 func TestCacheDirSelection(t *testing.T) {
-	t.Setenv(CacheEnv, "/tmp/from-env")
-	require.Equal(t, "/tmp/from-env", DefaultCacheDir())
-	t.Setenv(CacheEnv, "")
-	user, err := os.UserCacheDir()
+	// Without WithCacheDir the cache is in memory, whatever the
+	// environment says.
+	t.Setenv("WEIR_WAZERO_CACHE", t.TempDir())
+	r, err := NewRuntime(context.Background())
 	require.NoError(t, err)
-	require.Equal(t, filepath.Join(user, "weir", "wazero"), DefaultCacheDir())
+	require.Equal(t, "", r.CacheDir())
+	require.NoError(t, r.Close(context.Background()))
+	entries, err := os.ReadDir(os.Getenv("WEIR_WAZERO_CACHE"))
+	require.NoError(t, err)
+	require.Empty(t, entries)
 
-	dir := t.TempDir()
-	r, err := NewRuntime(context.Background(), WithCacheDir(dir))
+	dir := filepath.Join(t.TempDir(), "made")
+	r, err = NewRuntime(context.Background(), WithCacheDir(dir))
 	require.NoError(t, err)
 	require.Equal(t, dir, r.CacheDir())
+	require.DirExists(t, dir)
 	require.NoError(t, r.Close(context.Background()))
 	require.NoError(t, r.Close(context.Background()), "Close is idempotent")
 	_, err = r.Load(context.Background(), "late", []byte("\x00asm\x01\x00\x00\x00"))

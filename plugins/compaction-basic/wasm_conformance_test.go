@@ -77,7 +77,7 @@ func runtimeForTests(t *testing.T) *plugin.Runtime {
 	t.Helper()
 	wasmOnce.Do(func() {
 		wasmRT, wasmErr = plugin.NewRuntime(context.Background(),
-			plugin.WithLogger(hclog.New(&hclog.LoggerOptions{Output: wasmLogs, Level: hclog.Warn})))
+			plugin.WithLogger(hclog.New(&hclog.LoggerOptions{Output: wasmLogs, Level: hclog.Warn})), plugin.WithCacheDir(plugintest.CacheDir()))
 	})
 	require.NoError(t, wasmErr)
 	return wasmRT

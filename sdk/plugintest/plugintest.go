@@ -11,8 +11,8 @@
 // Load builds the plugin package with sdk/wasmbuild (cached by content
 // hash, so an unchanged plugin is not rebuilt) and loads it into one runtime
 // shared by the whole test binary. The runtime compiles with wazero's disk
-// cache (WEIR_WAZERO_CACHE, else the user cache dir), so CI can share both
-// caches between packages. Set WEIR_PLUGIN_LOG=debug (or info, warn) to see
+// cache (CacheDir: WEIR_WAZERO_CACHE, else the user cache dir), so CI can
+// share both caches between packages. Set WEIR_PLUGIN_LOG=debug (or info, warn) to see
 // plugin logs and guest output on stderr.
 package plugintest
 
@@ -38,12 +38,29 @@ var (
 func Runtime(tb testing.TB) *plugin.Runtime {
 	tb.Helper()
 	rtOnce.Do(func() {
-		rt, rtErr = plugin.NewRuntime(context.Background(), plugin.WithLogger(Logger()))
+		rt, rtErr = plugin.NewRuntime(context.Background(), plugin.WithLogger(Logger()), plugin.WithCacheDir(CacheDir()))
 	})
 	if rtErr != nil {
 		tb.Fatalf("plugintest: runtime: %v", rtErr)
 	}
 	return rt
+}
+
+// CacheEnv names the environment variable that sets CacheDir.
+const CacheEnv = "WEIR_WAZERO_CACHE"
+
+// CacheDir is the compilation cache directory of the shared runtime, for
+// tests that make runtimes of their own: $WEIR_WAZERO_CACHE, else
+// os.UserCacheDir()/weir/wazero, else "" (memory only). The plugin
+// runtime itself reads no environment: this test helper does.
+func CacheDir() string {
+	if dir := os.Getenv(CacheEnv); dir != "" {
+		return dir
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "weir", "wazero")
+	}
+	return ""
 }
 
 // Logger is the logger of the shared runtime: silent unless WEIR_PLUGIN_LOG

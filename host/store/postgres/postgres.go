@@ -9,9 +9,12 @@
 // transaction as the insert. Migrations are versioned and applied on start,
 // serialized by an advisory lock.
 //
-// The password is never part of the URL: it comes from an environment
-// variable (PasswordEnv, WEIR_POSTGRES_PASSWORD by default), and no error
-// or log line carries it.
+// The password is never part of the URL: the caller gives it, or names the
+// environment variable to read it from (Password; the command-line host
+// uses PasswordEnv, WEIR_POSTGRES_PASSWORD), and no error or log line
+// carries it. The package reads no environment variable unless told;
+// pgx, which parses the URL, still applies libpq's PG* variables and
+// password file to what the URL leaves unset.
 package postgres
 
 import (
@@ -30,8 +33,8 @@ import (
 	"github.com/weirhost/weir/host/store/internal/sqlstore"
 )
 
-// PasswordEnv is the environment variable the password is read from
-// unless the Password option names another.
+// PasswordEnv is the environment variable the command-line host reads the
+// password from (Password(PasswordEnv)).
 const PasswordEnv = "WEIR_POSTGRES_PASSWORD"
 
 // Store is a PostgreSQL session store.
@@ -45,6 +48,7 @@ type Option func(*options)
 type options struct {
 	cfg         sqlstore.Config
 	passwordEnv string
+	password    string
 	noSync      bool
 }
 
@@ -55,8 +59,15 @@ func Lease(lease, renew time.Duration) Option {
 	return func(o *options) { o.cfg.Lease, o.cfg.Renew = lease, renew }
 }
 
-// Password names the environment variable holding the password.
-func Password(env string) Option { return func(o *options) { o.passwordEnv = env } }
+// Password reads the password from the environment variable env when the
+// store opens. Without it or PasswordValue, the store gives no password of
+// its own.
+func Password(env string) Option { return func(o *options) { o.passwordEnv, o.password = env, "" } }
+
+// PasswordValue sets the password.
+func PasswordValue(password string) Option {
+	return func(o *options) { o.passwordEnv, o.password = "", password }
+}
 
 // NoSync sets synchronous_commit=off: appends are acknowledged before they
 // are durable. Only for benchmarks.
@@ -80,7 +91,7 @@ var dialect = sqlstore.Dialect{
 }
 
 // ErrPasswordInURL is the error of a URL that carries a password.
-var ErrPasswordInURL = errors.New("the PostgreSQL URL must not carry a password: set it in the environment variable instead")
+var ErrPasswordInURL = errors.New("the PostgreSQL URL must not carry a password: give it apart")
 
 // Redact returns rawURL without its password, for messages.
 func Redact(rawURL string) string {
@@ -100,10 +111,10 @@ func Redact(rawURL string) string {
 }
 
 // Open connects to the database at rawURL (postgres://user@host:port/db),
-// with the password from the environment, and applies the schema
-// migrations it lacks.
+// with the password the options give, and applies the schema migrations
+// it lacks.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
-	o := options{passwordEnv: PasswordEnv}
+	var o options
 	for _, f := range opts {
 		f(&o)
 	}
@@ -114,13 +125,21 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: the URL does not parse (%s)", where)
 	}
 	if _, ok := u.User.Password(); ok || u.Query().Has("password") {
-		return nil, fmt.Errorf("postgres store %s: %w %s", where, ErrPasswordInURL, o.passwordEnv)
+		if o.passwordEnv != "" {
+			return nil, fmt.Errorf("postgres store %s: %w (in the environment variable %s)", where, ErrPasswordInURL, o.passwordEnv)
+		}
+		return nil, fmt.Errorf("postgres store %s: %w", where, ErrPasswordInURL)
 	}
 	cc, err := pgx.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store %s: %w", where, err)
 	}
-	cc.Password = os.Getenv(o.passwordEnv)
+	switch {
+	case o.passwordEnv != "":
+		cc.Password = os.Getenv(o.passwordEnv)
+	case o.password != "":
+		cc.Password = o.password
+	}
 	sync := "on"
 	if o.noSync {
 		sync = "off"

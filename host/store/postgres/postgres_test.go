@@ -22,11 +22,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	storetest.Main(func(url string) (store.Store, error) { return postgres.Open(context.Background(), url) })
+	storetest.Main(func(url string) (store.Store, error) {
+		return postgres.Open(context.Background(), url, postgres.Password(postgres.PasswordEnv))
+	})
 	server, startErr = pgtest.Start()
 	if server != nil {
 		// The stores opened by the tests (and their crash children) read
-		// the password from the environment, never from the URL.
+		// the password from the environment (they ask for it), never from
+		// the URL.
 		os.Setenv(postgres.PasswordEnv, server.Password())
 	}
 	code := m.Run()
@@ -56,7 +59,7 @@ func newDB(t testing.TB) string {
 }
 
 func open(t testing.TB, url string, opts ...postgres.Option) *postgres.Store {
-	st, err := postgres.Open(context.Background(), url, opts...)
+	st, err := postgres.Open(context.Background(), url, append([]postgres.Option{postgres.Password(postgres.PasswordEnv)}, opts...)...)
 	require.NoError(t, err)
 	return st
 }
@@ -93,6 +96,14 @@ func TestPasswordNeverInURLOrErrors(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "not-the-password")
 	require.NotContains(t, err.Error(), srv.Password())
+
+	// Without a password option the store reads no environment, so the
+	// server refuses it; with the password given, it opens.
+	_, err = postgres.Open(context.Background(), u)
+	require.Error(t, err)
+	st, err := postgres.Open(context.Background(), u, postgres.PasswordValue(srv.Password()))
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
 }
 
 func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
@@ -101,7 +112,7 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 	done := make(chan error, 3)
 	for range 3 { // hosts starting at once
 		go func() {
-			st, err := postgres.Open(ctx, u)
+			st, err := postgres.Open(ctx, u, postgres.Password(postgres.PasswordEnv))
 			if err == nil {
 				st.Close()
 			}

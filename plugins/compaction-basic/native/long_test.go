@@ -15,6 +15,7 @@ import (
 	"github.com/weirhost/weir/plugins/compaction-basic/compact"
 	"github.com/weirhost/weir/plugins/token-meter/meter"
 	meternative "github.com/weirhost/weir/plugins/token-meter/native"
+	"github.com/weirhost/weir/sdk/plugintest"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -71,7 +72,7 @@ func TestLongSessionUnderPressure(t *testing.T) {
 		// The same session with compaction-basic and the token meter as the
 		// first-party WebAssembly plugins under the real sandbox.
 		ctx := context.Background()
-		rt, err := plugin.NewRuntime(ctx)
+		rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(plugintest.CacheDir()))
 		require.NoError(t, err)
 		t.Cleanup(func() { rt.Close(ctx) })
 		s := host.NewSession("long", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))

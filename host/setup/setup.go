@@ -1,0 +1,455 @@
+package setup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/plugin"
+	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/plugins"
+	meternative "github.com/weirhost/weir/plugins/token-meter/native"
+)
+
+// Options configure New. A nil *Options is the zero value.
+type Options struct {
+	// Route is the route the agents use. nil opens the configuration's
+	// selected route (cfg.Model) with OpenRoute, Getenv and Logger.
+	Route *Route
+	// Getenv looks up the environment variable named by the route's
+	// apiKeyEnv when New opens the route; nil reads none (os.Getenv reads
+	// the process's environment).
+	Getenv func(string) string
+
+	// CacheDir is the directory where compiled plugin modules are kept
+	// across processes (created if missing); "" keeps them in memory only.
+	CacheDir string
+	// OnCompile is called with a plugin's name when loading it compiles its
+	// module, which the cache did not hold (a first start, a new plugin or
+	// version, or always without CacheDir); plugins load concurrently, so
+	// it may be called concurrently. A program uses it to say why a start
+	// is slow.
+	OnCompile func(plugin string)
+	// Logger receives the logs of the plugin runtime, the plugins (as
+	// config.PluginLogger names them) and, unless host.Config sets its own,
+	// the agents; nil discards the plugins' logs and leaves the agents'
+	// default.
+	Logger hclog.Logger
+
+	// PluginConfig replaces the configuration (a JSON object) of the
+	// named plugins, whatever the configuration and the route say.
+	PluginConfig map[string][]byte
+	// Workdir is the working directory whose name the host data carries
+	// (config.DataWorkdir); "" for none.
+	Workdir string
+	// Now is the clock of the host data's date (config.DataDate); nil is
+	// time.Now.
+	Now func() time.Time
+}
+
+// ErrClosed is the error of a Host used after Close.
+var ErrClosed = errors.New("setup: the host is closed")
+
+// Host is a configuration made ready to run: its route, its plugin runtime
+// and its loaded plugins. It makes the agents and providers of any number
+// of sessions and is safe for concurrent use.
+type Host struct {
+	cfg   *config.Config
+	route Route
+	opts  Options
+	log   hclog.Logger
+
+	rt         *plugin.Runtime
+	loaded     []*provider.Plugin
+	prompt     *provider.Plugin       // the system-prompt plugin, nil when none
+	meter      *provider.Plugin       // the token-meter plugin, nil when none
+	compactors []*provider.Compaction // shared by every session, in order
+
+	mu     sync.Mutex
+	live   map[*Providers]struct{}
+	closed bool
+}
+
+// New makes a Host for cfg, a validated configuration (config.Load,
+// config.Default): it opens the route (unless opts.Route gives it),
+// starts a plugin runtime under the configuration's sandbox and loads
+// every enabled plugin into it, in parallel. A failed load fails New with
+// the error of the first failing plugin in the configuration's order, and
+// nothing stays open. ctx bounds the loading only.
+func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) {
+	h := &Host{cfg: cfg, live: map[*Providers]struct{}{}}
+	if opts != nil {
+		h.opts = *opts
+	}
+	h.log = h.opts.Logger
+	if h.log == nil {
+		h.log = hclog.NewNullLogger()
+	}
+	if r := h.opts.Route; r != nil {
+		h.route = *r
+	} else {
+		r, err := OpenRoute(cfg, cfg.Model, h.opts.Getenv, h.opts.Logger)
+		if err != nil {
+			return nil, err
+		}
+		h.route = *r
+	}
+	if err := h.load(ctx); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Route is the route the Host's agents use.
+func (h *Host) Route() Route { return h.route }
+
+// Plugins are the loaded plugins, in the configuration's order.
+func (h *Host) Plugins() []*provider.Plugin { return append([]*provider.Plugin(nil), h.loaded...) }
+
+// load starts the runtime and loads the enabled plugins.
+func (h *Host) load(ctx context.Context) error {
+	cfg := h.cfg
+	// A host tokenizer that decodes its vocabulary on first use (o200k,
+	// cl100k: about a second) is loaded beside the plugins, so that cost is
+	// not charged to the meter's first call deadline.
+	preloaded := make(chan struct{})
+	go func() {
+		defer close(preloaded)
+		if len(cfg.Enabled(config.RoleTokenMeter)) == 0 {
+			return
+		}
+		if l, ok := meternative.Counters()[h.route.Tokenizer].(interface{ Load() error }); ok {
+			_ = l.Load() // an error surfaces on the first count, naming the tokenizer
+		}
+	}()
+	defer func() { <-preloaded }()
+
+	ropts := []plugin.RuntimeOption{plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB) << 20),
+		plugin.WithLogger(h.log), plugin.WithCacheDir(h.opts.CacheDir)}
+	if h.opts.OnCompile != nil {
+		ropts = append(ropts, plugin.WithCompileHook(h.opts.OnCompile))
+	}
+	rt, err := plugin.NewRuntime(ctx, ropts...)
+	if err != nil {
+		return err
+	}
+	h.rt = rt
+	// The modules are read and the specifications made first, in order;
+	// then every plugin loads at once (checking, compiling or reading the
+	// compilation cache, starting the first instance). A failed load does
+	// not stop the others: the error reported is the first in the
+	// configuration's order, whatever the timing, and every plugin that
+	// did load is closed with the runtime.
+	type job struct {
+		spec provider.Spec
+		opts []provider.Option
+	}
+	var jobs []job
+	for _, p := range cfg.Plugins {
+		if !p.Enabled {
+			continue
+		}
+		wasm := plugins.FirstParty[p.Name]
+		if !p.Builtin() {
+			if wasm, err = os.ReadFile(p.Path); err != nil {
+				h.closePlugins(ctx)
+				return fmt.Errorf("plugin %q: %w", p.Name, err)
+			}
+		} else if wasm == nil {
+			h.closePlugins(ctx)
+			return fmt.Errorf("plugin %q has no path and is not a first-party plugin (%s, %s, %s)", p.Name,
+				plugins.SystemPrompt, plugins.CompactionBasic, plugins.TokenMeter)
+		}
+		jobs = append(jobs, job{
+			spec: provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: h.pluginConfig(p),
+				Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Start: config.StartTimeout,
+					Output: int(cfg.Sandbox.OutputLimitKiB) << 10, SoftMemory: cfg.Sandbox.SoftMemoryBytes()}},
+			opts: []provider.Option{provider.WithLogger(config.PluginLogger(h.log, p.Name)),
+				provider.WithTokenizers(meternative.Counters()),
+				provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
+				provider.WithFailureWindow(int(cfg.Sandbox.Breaker.WindowSteps))},
+		})
+	}
+	loaded := make([]*provider.Plugin, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { loaded[i], errs[i] = provider.Load(ctx, rt, j.spec, j.opts...) })
+	}
+	wg.Wait()
+	for i, lp := range loaded {
+		if errs[i] == nil {
+			h.loaded = append(h.loaded, lp)
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			h.closePlugins(ctx)
+			return err
+		}
+	}
+	// The last prompt plugin renders the prompt, every compaction plugin
+	// acts in order, the last meter counts (the configuration allows one
+	// enabled prompt plugin and one meter).
+	for _, p := range h.loaded {
+		switch p.Role() {
+		case provider.RoleSystemPrompt:
+			h.prompt = p
+		case provider.RoleTokenMeter:
+			h.meter = p
+		case provider.RoleCompaction:
+			c, err := p.Compaction()
+			if err != nil {
+				h.closePlugins(ctx)
+				return err
+			}
+			h.compactors = append(h.compactors, c)
+		}
+	}
+	return nil
+}
+
+// pluginConfig is the configuration a plugin is loaded with: the
+// configured one, adapted to the route for the first-party token-meter
+// (the route's tokenizer) and compaction-basic (a headroom that fits the
+// offline model's small window, unless configured), or replaced by
+// Options.PluginConfig.
+func (h *Host) pluginConfig(p config.Plugin) []byte {
+	if c, ok := h.opts.PluginConfig[p.Name]; ok {
+		return c
+	}
+	conf := []byte(p.Config)
+	r := h.route
+	switch {
+	case !p.Builtin():
+	case p.Name == plugins.TokenMeter && r.Tokenizer != "":
+		conf = meterConfig(conf, r.Route.Provider+"/"+r.Route.Model, r.Tokenizer)
+	case p.Name == plugins.CompactionBasic && r.Route.Provider == "offline" && len(p.Config) <= 2:
+		conf = fmt.Appendf(nil, `{"headroomTokens": %d}`, r.Route.ContextWindow/8)
+	}
+	return conf
+}
+
+// meterConfig adds route → tokenizer to the token-meter plugin's routes
+// (docs: plugins/token-meter), over an entry of its own for that route.
+// A configuration that is not an object is left to fail the load.
+func meterConfig(conf []byte, route, tokenizer string) []byte {
+	m := map[string]jsontext.Value{}
+	if len(conf) > 0 && json.Unmarshal(conf, &m) != nil {
+		return conf
+	}
+	routes := map[string]jsontext.Value{}
+	if raw, ok := m["routes"]; ok && json.Unmarshal(raw, &routes) != nil {
+		return conf
+	}
+	routes[route], _ = json.Marshal(tokenizer)
+	m["routes"], _ = json.Marshal(routes, json.Deterministic(true))
+	out, err := json.Marshal(m, json.Deterministic(true))
+	if err != nil {
+		return conf
+	}
+	return out
+}
+
+// Providers are one session's providers, made by Host.Providers.
+type Providers struct {
+	// Prompt renders the system prompt: the system-prompt plugin's adapter
+	// for the session, or a host.SectionPrompt when none is enabled.
+	Prompt host.SystemPromptProvider
+	// Compactors are the compaction plugins' adapters, in the
+	// configuration's order, shared with the Host's other sessions.
+	Compactors []host.CompactionProvider
+	// Meter is the token-meter plugin's adapter for the session; nil when
+	// none is enabled.
+	Meter host.Meter
+
+	h  *Host
+	id string
+}
+
+// Providers makes the providers of session s. Close them when the session
+// ends. A session id should have one set of providers open at a time: the
+// shared compaction adapters keep their state by session id.
+func (h *Host) Providers(s *host.Session) (*Providers, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	p := &Providers{h: h, id: s.ID()}
+	if h.prompt != nil {
+		sp, err := h.prompt.SystemPrompt(s)
+		if err != nil {
+			return nil, err
+		}
+		p.Prompt = sp
+	} else {
+		p.Prompt = &host.SectionPrompt{}
+	}
+	for _, c := range h.compactors {
+		p.Compactors = append(p.Compactors, c)
+	}
+	if h.meter != nil {
+		m, err := h.meter.Meter(s)
+		if err != nil {
+			return nil, err
+		}
+		p.Meter = m
+	}
+	h.live[p] = struct{}{}
+	return p, nil
+}
+
+// Close releases the session's providers: the shared compaction adapters
+// forget the session. It does not close the session. Close is idempotent.
+func (p *Providers) Close() {
+	h := p.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.live[p]; !ok {
+		return
+	}
+	delete(h.live, p)
+	p.release()
+}
+
+func (p *Providers) release() {
+	for _, c := range p.h.compactors {
+		c.Forget(p.id)
+	}
+}
+
+// Agent is an agent on one session, with the session's providers.
+type Agent struct {
+	*host.Agent
+	Providers *Providers
+}
+
+// Agent makes an agent on session s with the session's providers. c is
+// the agent's configuration: a zero field is filled from the Host (see the
+// package documentation), others are kept. Close the agent when the
+// session ends, before the session or after it.
+func (h *Host) Agent(s *host.Session, c host.Config) (*Agent, error) {
+	p, err := h.Providers(s)
+	if err != nil {
+		return nil, err
+	}
+	a, err := host.NewAgent(s, h.agentConfig(p, c))
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return &Agent{Agent: a, Providers: p}, nil
+}
+
+// Close releases the agent's providers (Providers.Close).
+func (a *Agent) Close() { a.Providers.Close() }
+
+// agentConfig fills c's zero fields from the Host and p.
+func (h *Host) agentConfig(p *Providers, c host.Config) host.Config {
+	if c.Route == (host.Route{}) {
+		c.Route = h.route.Route
+	}
+	if c.Model == nil {
+		c.Model = h.route.Model
+	}
+	if c.Prompt == nil {
+		c.Prompt = p.Prompt
+	}
+	if c.Compactors == nil {
+		c.Compactors = p.Compactors
+	}
+	if c.Meter == nil && p.Meter != nil {
+		c.Meter = p.Meter
+	}
+	if c.Sections == nil {
+		c.Sections = h.cfg.Sections(h.route.Name)
+	}
+	if c.Data == nil {
+		now := time.Now
+		if h.opts.Now != nil {
+			now = h.opts.Now
+		}
+		c.Data = hostData(h.cfg, h.route, now(), h.opts.Workdir)
+	}
+	if c.Logger == nil && h.opts.Logger != nil {
+		c.Logger = h.opts.Logger
+	}
+	sb := h.cfg.Sandbox
+	if c.StepBudget == 0 {
+		c.StepBudget = sb.StepBudget
+	}
+	if c.ToolTimeout == 0 {
+		c.ToolTimeout = h.cfg.Tools.Timeout
+	}
+	if c.ToolTimeouts == nil {
+		c.ToolTimeouts = h.cfg.Tools.Timeouts
+	}
+	if c.CompactionBudget == (host.CompactionBudget{}) {
+		c.CompactionBudget = sb.HostCompactionBudget()
+	}
+	if c.MaxRetryWait == 0 {
+		c.MaxRetryWait = h.cfg.Retry.MaxWait
+	}
+	return c
+}
+
+// hostData is the host data the system-prompt plugin receives
+// (docs/authors.md, "Host data"): the date, the working directory's name,
+// the route's name and provider/model, and the user's keys from
+// prompt.data. The tool list is added under "tools" when the prompt is
+// rendered, from the tools the step offers.
+func hostData(cfg *config.Config, r Route, now time.Time, workdir string) map[string]string {
+	data := map[string]string{
+		config.DataDate:  now.Format(time.DateOnly),
+		config.DataRoute: r.Name,
+		config.DataModel: r.Route.Provider + "/" + r.Route.Model,
+	}
+	if name := filepath.Base(workdir); workdir != "" && name != string(filepath.Separator) && name != "." {
+		data[config.DataWorkdir] = name
+	}
+	for _, d := range cfg.Prompt.Data {
+		data[d.Key] = d.Text
+	}
+	return data
+}
+
+// Close releases the providers of the sessions still open, closes the
+// plugins and stops the runtime. Close the agents' turns first: a plugin
+// call still running fails (the session records the failure). The Host
+// makes nothing after Close; Close is idempotent.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	for p := range h.live {
+		p.release()
+	}
+	clear(h.live)
+	h.mu.Unlock()
+	return h.closePlugins(ctx)
+}
+
+func (h *Host) closePlugins(ctx context.Context) error {
+	var errs []error
+	for _, p := range h.loaded {
+		errs = append(errs, p.Close(ctx))
+	}
+	if h.rt != nil {
+		errs = append(errs, h.rt.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
