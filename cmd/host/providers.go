@@ -232,11 +232,12 @@ func hostData(cfg *config.Config, route host.Route, now time.Time, cwd string) m
 }
 
 // limits sets the bounds the configuration gives a session's loop: the
-// step budget, tool timeouts, compaction budgets and the retry wait cap.
+// step budget, tool timeouts, compaction budgets and the retry wait cap;
+// and the OpenTelemetry export the environment asks for (otel.go).
 func limits(cfg *config.Config, c host.Config) host.Config {
 	c.StepBudget = cfg.Sandbox.StepBudget
 	c.ToolTimeout, c.ToolTimeouts = cfg.Tools.Timeout, cfg.Tools.Timeouts
 	c.CompactionBudget = cfg.Sandbox.HostCompactionBudget()
 	c.MaxRetryWait = cfg.Retry.MaxWait
-	return c
+	return withTelemetry(c)
 }
