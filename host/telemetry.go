@@ -211,6 +211,8 @@ func (a *Agent) tracedStep(ctx context.Context, turn, step int64, claimed []*sur
 		span.SetAttributes(AttrStepEnd.String(out.end.Kind))
 	case out.continues:
 		span.SetAttributes(AttrStepEnd.String("tools"))
+	default:
+		span.SetAttributes(AttrStepEnd.String("answer"))
 	}
 	span.End()
 	t.setParent(turnSpan)

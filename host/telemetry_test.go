@@ -190,6 +190,7 @@ func TestTelemetrySpanTreeOfATurnWithRetryAndTool(t *testing.T) {
 	require.Equal(t, []string{"weir.compaction", "render system-prompt", "chat m1", "chat m1", "execute_tool echo"}, tr.children(steps[0]))
 	require.Equal(t, []string{"weir.compaction", "render system-prompt", "chat m1"}, tr.children(steps[1]))
 	requireAttrs(t, steps[0], map[string]any{"weir.turn": int64(1), "weir.step": int64(1), "weir.step.end": "tools"})
+	requireAttrs(t, steps[1], map[string]any{"weir.step": int64(2), "weir.step.end": "answer"})
 
 	chats := tr.named("chat m1")
 	require.Len(t, chats, 3)
