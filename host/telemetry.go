@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,10 +78,13 @@ type telemetry struct {
 	pluginDuration metric.Float64Histogram
 	pluginFailures metric.Int64Counter
 
-	// parent is the span events committed now belong to (the open step's,
-	// else the turn's): the token meter's observe spans hang under it,
-	// since the log's observers get no context.
-	parent atomic.Pointer[trace.SpanContext]
+	// parent is a context holding the span events committed now belong
+	// to (the open step's, else the turn's): the token meter's observe
+	// spans hang under it, since the log's observers get no context.
+	parent atomic.Pointer[context.Context]
+
+	mu      sync.Mutex
+	plugins map[pluginKey]*pluginCall
 
 	// The turn goroutine's own: attempts in the current step, usage of
 	// the current turn's model calls.
@@ -144,8 +149,8 @@ func newTelemetry(cfg Config, session string) *telemetry {
 // setParent makes span the parent of the spans of events committed from
 // now on (the meter's observe calls).
 func (t *telemetry) setParent(span trace.Span) {
-	sc := span.SpanContext()
-	t.parent.Store(&sc)
+	ctx := trace.ContextWithSpanContext(context.Background(), span.SpanContext())
+	t.parent.Store(&ctx)
 }
 
 // tracedTurn runs one turn under its invoke_agent span.
@@ -371,42 +376,82 @@ func (a *Agent) callTool(ctx context.Context, c surface.Block) ([]surface.Block,
 	return out, terr
 }
 
+// pluginKey names one provider operation: what the telemetry of its
+// calls has in common.
+type pluginKey struct{ kind, op, plugin string }
+
+// pluginCall is what the calls of one provider operation share, made once:
+// the span's name and start options, the metric attributes.
+type pluginCall struct {
+	pluginKey
+	name  string
+	start []trace.SpanStartOption
+	ok    metric.RecordOption // duration of a call that succeeded
+	attrs []attribute.KeyValue
+}
+
+// pluginCall returns the shared telemetry of a provider operation.
+func (t *telemetry) pluginCall(kind, op, plugin string) *pluginCall {
+	k := pluginKey{kind, op, plugin}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.plugins[k]; ok {
+		return c
+	}
+	attrs := []attribute.KeyValue{AttrPluginName.String(plugin), AttrPluginKind.String(kind), AttrPluginOperation.String(op)}
+	c := &pluginCall{pluginKey: k, name: op + " " + plugin, attrs: attrs,
+		start: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(append([]attribute.KeyValue{t.conv}, attrs...)...)},
+		ok: metric.WithAttributeSet(attribute.NewSet(append(slices.Clip(attrs), outcomeOK...)...)),
+	}
+	if t.plugins == nil {
+		t.plugins = map[pluginKey]*pluginCall{}
+	}
+	t.plugins[k] = c
+	return c
+}
+
 // pluginObs is an open provider-call span.
 type pluginObs struct {
-	span             trace.Span
-	start            time.Time
-	kind, op, plugin string
+	call  *pluginCall
+	span  trace.Span
+	start time.Time
 }
 
 // startPlugin opens the span of one call of a provider: kind is prompt,
 // compaction or meter; op the call (render, compact, measure, observe).
-func (t *telemetry) startPlugin(ctx context.Context, kind, op, plugin string, extra ...attribute.KeyValue) (context.Context, pluginObs) {
+func (t *telemetry) startPlugin(ctx context.Context, kind, op, plugin string) (context.Context, pluginObs) {
+	c := t.pluginCall(kind, op, plugin)
 	start := time.Now()
-	attrs := append([]attribute.KeyValue{t.conv, AttrPluginName.String(plugin), AttrPluginKind.String(kind), AttrPluginOperation.String(op)}, extra...)
-	ctx, span := t.tracer.Start(ctx, op+" "+plugin, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-	return ctx, pluginObs{span: span, start: start, kind: kind, op: op, plugin: plugin}
+	ctx, span := t.tracer.Start(ctx, c.name, c.start...)
+	return ctx, pluginObs{call: c, span: span, start: start}
 }
 
 // endPlugin closes a provider-call span and records its duration (and
 // failure).
 func (t *telemetry) endPlugin(o pluginObs, err error) {
-	end := time.Now()
-	outcome := "ok"
-	attrs := []attribute.KeyValue{AttrPluginName.String(o.plugin), AttrPluginKind.String(o.kind), AttrPluginOperation.String(o.op)}
-	if err != nil {
-		outcome = "error"
-		et := semconv.ErrorTypeKey.String(pluginErrorType(err))
-		o.span.SetAttributes(et)
-		o.span.SetStatus(codes.Error, err.Error())
-		attrs = append(attrs, et)
-		t.pluginFailures.Add(context.Background(), 1, metric.WithAttributes(attrs...))
+	d := time.Since(o.start).Seconds()
+	if err == nil {
+		o.span.SetAttributes(outcomeOK...)
+		t.pluginDuration.Record(context.Background(), d, o.call.ok)
+		o.span.End()
+		return
 	}
-	o.span.SetAttributes(AttrPluginOutcome.String(outcome))
-	attrs = append(attrs, AttrPluginOutcome.String(outcome))
-	t.pluginDuration.Record(context.Background(), end.Sub(o.start).Seconds(), metric.WithAttributes(attrs...))
-	o.span.End(trace.WithTimestamp(end))
+	et := semconv.ErrorTypeKey.String(pluginErrorType(err))
+	o.span.SetAttributes(outcomeError[0], et)
+	o.span.SetStatus(codes.Error, err.Error())
+	attrs := append(slices.Clip(o.call.attrs), et)
+	t.pluginFailures.Add(context.Background(), 1, metric.WithAttributes(attrs...))
+	t.pluginDuration.Record(context.Background(), d, metric.WithAttributes(append(attrs, outcomeError[0])...))
+	o.span.End()
 }
+
+// Attributes set as they are (a slice made once costs no allocation).
+var (
+	outcomeOK    = []attribute.KeyValue{AttrPluginOutcome.String("ok")}
+	outcomeError = []attribute.KeyValue{AttrPluginOutcome.String("error")}
+	oneEvent     = []attribute.KeyValue{AttrMeterEvents.Int(1)}
+)
 
 // pluginErrorType is the low-cardinality error.type of a provider failure.
 func pluginErrorType(err error) string {
@@ -440,7 +485,8 @@ func (t *telemetry) compact(ctx context.Context, c CompactionProvider, v *View, 
 	if t == nil {
 		return c.Compact(ctx, v, req)
 	}
-	ctx, o := t.startPlugin(ctx, pluginKindCompaction, "compact", c.ID(), AttrCompactionReason.String(string(req.Reason)))
+	ctx, o := t.startPlugin(ctx, pluginKindCompaction, "compact", c.ID())
+	o.span.SetAttributes(AttrCompactionReason.String(string(req.Reason)))
 	ps, err := c.Compact(ctx, v, req)
 	t.endPlugin(o, err)
 	return ps, err
@@ -475,10 +521,15 @@ func (t *telemetry) observe(m Meter, events []surface.Event) error {
 		return m.Observe(events)
 	}
 	ctx := context.Background()
-	if sc := t.parent.Load(); sc != nil {
-		ctx = trace.ContextWithSpanContext(ctx, *sc)
+	if p := t.parent.Load(); p != nil {
+		ctx = *p
 	}
-	_, o := t.startPlugin(ctx, pluginKindMeter, "observe", m.ID(), AttrMeterEvents.Int(len(events)))
+	_, o := t.startPlugin(ctx, pluginKindMeter, "observe", m.ID())
+	if len(events) == 1 {
+		o.span.SetAttributes(oneEvent...)
+	} else {
+		o.span.SetAttributes(AttrMeterEvents.Int(len(events)))
+	}
 	err := m.Observe(events)
 	t.endPlugin(o, err)
 	return err
