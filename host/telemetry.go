@@ -68,10 +68,10 @@ var (
 // (nil): every method below is then a plain call or nothing at all, and
 // allocates nothing.
 type telemetry struct {
-	tracer  trace.Tracer
-	conv    attribute.KeyValue // gen_ai.conversation.id
-	agent   string             // gen_ai.agent.name, "" when unnamed
-	turnArg string             // the invoke_agent span's name
+	tracer   trace.Tracer
+	conv     attribute.KeyValue // gen_ai.conversation.id
+	agent    string             // gen_ai.agent.name, "" when unnamed
+	turnName string             // the invoke_agent span's name
 
 	tokens         metric.Int64Histogram
 	opDuration     metric.Float64Histogram
@@ -107,13 +107,13 @@ func newTelemetry(cfg Config, session string) *telemetry {
 		mp = metricnoop.NewMeterProvider()
 	}
 	t := &telemetry{
-		tracer:  tp.Tracer(InstrumentationName, trace.WithSchemaURL(semconv.SchemaURL)),
-		conv:    semconv.GenAIConversationID(session),
-		agent:   cfg.AgentName,
-		turnArg: "invoke_agent",
+		tracer:   tp.Tracer(InstrumentationName, trace.WithSchemaURL(semconv.SchemaURL)),
+		conv:     semconv.GenAIConversationID(session),
+		agent:    cfg.AgentName,
+		turnName: "invoke_agent",
 	}
 	if cfg.AgentName != "" {
-		t.turnArg += " " + cfg.AgentName
+		t.turnName += " " + cfg.AgentName
 	}
 	m := mp.Meter(InstrumentationName, metric.WithSchemaURL(semconv.SchemaURL))
 	var errs [4]error
@@ -169,7 +169,7 @@ func (a *Agent) tracedTurn(ctx context.Context) (*TurnResult, error) {
 	if t.agent != "" {
 		attrs = append(attrs, semconv.GenAIAgentName(t.agent))
 	}
-	ctx, span := t.tracer.Start(ctx, t.turnArg, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	ctx, span := t.tracer.Start(ctx, t.turnName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	t.setParent(span)
 	t.turnIn, t.turnOut, t.turnUsageSeen = 0, 0, false
 	res, err := a.turn(ctx)
