@@ -13,6 +13,8 @@ import (
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
 	"github.com/weirhost/weir/waterfall"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures an Agent.
@@ -87,6 +89,19 @@ type Config struct {
 	// DefaultMaxSummarizeCalls, DefaultMaxSummarizeTokens,
 	// DefaultCompactionWall).
 	CompactionBudget CompactionBudget
+	// TracerProvider receives the agent's OpenTelemetry spans: one
+	// invoke_agent span per turn, with its steps, model attempts (chat),
+	// tool calls (execute_tool), compactions and provider calls below it,
+	// following the GenAI semantic conventions (docs/embedding.md lists
+	// them). nil records no span. The host never uses the global provider.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the agent's OpenTelemetry metrics (token
+	// usage, model call duration, provider call duration and failures).
+	// nil records none. It is unrelated to Meter, the token meter.
+	MeterProvider metric.MeterProvider
+	// AgentName names the agent in its telemetry (gen_ai.agent.name, and
+	// the invoke_agent span's name); "" leaves it unnamed.
+	AgentName string
 }
 
 // PreStep is the value of the agent/pre-step waterfall: the claimed batch
@@ -119,6 +134,7 @@ type Agent struct {
 	cfg Config
 	s   *Session
 	log hclog.Logger
+	tel *telemetry // nil without a TracerProvider or MeterProvider
 
 	// PreStepChain is the agent/pre-step waterfall.
 	PreStepChain *waterfall.Chain[PreStep]
@@ -190,7 +206,7 @@ func NewAgent(s *Session, cfg Config) (*Agent, error) {
 	if cfg.ToolTimeout == 0 {
 		cfg.ToolTimeout = DefaultToolTimeout
 	}
-	a := &Agent{cfg: cfg, s: s, log: cfg.Logger, toolsBy: map[string]Tool{},
+	a := &Agent{cfg: cfg, s: s, log: cfg.Logger, toolsBy: map[string]Tool{}, tel: newTelemetry(cfg, s.id),
 		PreStepChain:      waterfall.New(waterfall.Config[PreStep]{Name: "agent/pre-step", Policy: waterfall.Skip}),
 		RequestChain:      waterfall.New(waterfall.Config[surface.CallConfig]{Name: "agent/request", Policy: waterfall.Abort, Clone: cloneConfig}),
 		RequestErrorChain: waterfall.New(waterfall.Config[RequestError]{Name: "agent/request-error", Policy: waterfall.Skip}),
@@ -215,11 +231,11 @@ func NewAgent(s *Session, cfg Config) (*Agent, error) {
 	a.lastCtx = latestContext(s.log)
 	s.log.Observe(func(e surface.Event) { a.rc.observe(s.log, e) })
 	if cfg.Meter != nil {
-		if err := cfg.Meter.Observe(s.log.Events()); err != nil {
+		if err := a.tel.observe(cfg.Meter, s.log.Events()); err != nil {
 			a.log.Warn("token meter failed to fold the log", "meter", cfg.Meter.ID(), "error", err)
 		}
 		s.log.Observe(func(e surface.Event) {
-			if err := cfg.Meter.Observe([]surface.Event{e}); err != nil {
+			if err := a.tel.observe(cfg.Meter, []surface.Event{e}); err != nil {
 				a.log.Warn("token meter failed to fold an event", "meter", cfg.Meter.ID(), "seq", e.Seq, "error", err)
 			}
 		})
@@ -392,7 +408,7 @@ func (a *Agent) Run(ctx context.Context, msgs ...*surface.Message) (*TurnResult,
 	a.mu.Unlock()
 	var last *TurnResult
 	for last == nil || a.hasWork() {
-		res, err := a.turn(ctx)
+		res, err := a.tracedTurn(ctx)
 		if err != nil {
 			return res, err
 		}

@@ -223,7 +223,7 @@ func (v *View) summarizeBudgeted(ctx context.Context, req SummaryRequest) (*Summ
 	}
 	env := v.envelope(&req)
 	start := time.Now()
-	res, err := v.summarizer.Summarize(ctx, req)
+	res, err := v.tel.summarize(ctx, v.summarizer, req)
 	rec := PluginCall{N: len(l.records) + 1, Request: env, Outcome: "ok", DurationMs: time.Since(start).Milliseconds()}
 	l.calls++
 	if res != nil && res.Usage != nil {

@@ -65,8 +65,9 @@ func (a *Agent) runTools(ctx context.Context, turn, step int64, calls []surface.
 	return nil, nil
 }
 
-// callTool runs one call of the step's tools (or answers TOOL_NOT_FOUND).
-func (a *Agent) callTool(ctx context.Context, c surface.Block) ([]surface.Block, *surface.ToolError) {
+// dispatchTool runs one call of the step's tools (or answers
+// TOOL_NOT_FOUND); callTool traces it.
+func (a *Agent) dispatchTool(ctx context.Context, c surface.Block) ([]surface.Block, *surface.ToolError) {
 	t, ok := a.cur.toolsBy[c.Name]
 	if !ok {
 		return nil, &surface.ToolError{Name: c.Name, Code: CodeToolNotFound, Reason: fmt.Sprintf("no tool named %q is available", c.Name)}

@@ -20,9 +20,9 @@ func (a *Agent) compact(ctx context.Context, c CompactionProvider, reason Compac
 	return a.compactWith(ctx, c, CompactionRequest{Reason: reason})
 }
 
-// compactWith is compact with a whole request; the host fills its Turn
-// and Route.
-func (a *Agent) compactWith(ctx context.Context, c CompactionProvider, req CompactionRequest) error {
+// runCompaction is compact with a whole request; the host fills its Turn
+// and Route. compactWith traces it.
+func (a *Agent) runCompaction(ctx context.Context, c CompactionProvider, req CompactionRequest) error {
 	reason := req.Reason
 	if reason != CompactManual && reason != CompactRegion {
 		var cancel context.CancelFunc
@@ -44,10 +44,10 @@ func (a *Agent) compactWith(ctx context.Context, c CompactionProvider, req Compa
 	}
 	turn, _ := a.s.log.OpenTurn()
 	led := &ledger{ctx: ctx, plugin: c.ID(), budget: b}
-	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer(), ledger: led}
+	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer(), ledger: led, tel: a.tel}
 	by := compactionProposer(c)
 	req.Turn, req.Route = turn, a.cur.route
-	ps, err := c.Compact(ctx, view, req)
+	ps, err := a.tel.compact(ctx, c, view, req)
 	if berr := led.exceeded(); berr != nil && !errors.Is(err, ErrBudget) {
 		// Whatever the provider made of the refusal, the compaction failed.
 		if err != nil {

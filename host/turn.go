@@ -30,7 +30,7 @@ func (a *Agent) turn(ctx context.Context) (*TurnResult, error) {
 	maxTokens := false
 	for step := int64(1); ; step++ {
 		claimed := a.claim(step == 1)
-		out, err := a.step(ctx, res.Turn, step, claimed)
+		out, err := a.tracedStep(ctx, res.Turn, step, claimed)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +214,7 @@ func (a *Agent) render(ctx context.Context, asm *Assembly) (string, error) {
 	}
 	ctx, cancel := a.withBudget(ctx, a.promptID())
 	defer cancel()
-	return a.cfg.Prompt.Render(ctx, asm)
+	return a.tel.render(ctx, a.cfg.Prompt, asm)
 }
 
 // withBudget bounds a provider call by what is left of the step's budget;
@@ -281,7 +281,9 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 		return attemptResult{end: failed(err)}, nil
 	}
 	modified := false
-	result, serr := a.modelChain(sent, &modified)(ctx, req, a.onDelta)
+	cctx, chat := a.tel.startChat(ctx, cfg, turn, step)
+	result, serr := a.modelChain(sent, &modified)(cctx, req, a.onDelta)
+	a.tel.endChat(chat, cfg, result, serr)
 	if after, err := llm.EncodeRequest(req); modified || err != nil || !bytes.Equal(sent, after) {
 		// The request is immutable: a model, middleware or interceptor that
 		// changed it (or handed the model another one) broke the

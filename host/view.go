@@ -17,6 +17,7 @@ type View struct {
 	// ledger accounts the summarize calls of the compaction the view
 	// serves (nil: no budget, no records).
 	ledger *ledger
+	tel    *telemetry // the agent's instrumentation, nil without
 }
 
 // ErrNotGranted is returned by a capability the provider's kind lacks.
@@ -62,7 +63,7 @@ func (v *View) Measure(ctx context.Context, header *surface.Header) (*Measuremen
 	if v.meter == nil {
 		return nil, ErrNotGranted
 	}
-	return v.meter.Measure(ctx, header)
+	return v.tel.measure(ctx, v.meter, header)
 }
 
 // TotalMeter is a Meter that answers the total of its measurement under
@@ -78,9 +79,9 @@ func (v *View) MeasureTotal(ctx context.Context) (int64, error) {
 		return 0, ErrNotGranted
 	}
 	if t, ok := v.meter.(TotalMeter); ok {
-		return t.MeasureTotal(ctx)
+		return v.tel.measureTotal(ctx, v.meter, t)
 	}
-	m, err := v.meter.Measure(ctx, nil)
+	m, err := v.tel.measure(ctx, v.meter, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -99,7 +100,7 @@ func (v *View) Summarize(ctx context.Context, req SummaryRequest) (*SummaryResul
 		return nil, ErrNotGranted
 	}
 	if v.ledger == nil {
-		return v.summarizer.Summarize(ctx, req)
+		return v.tel.summarize(ctx, v.summarizer, req)
 	}
 	return v.summarizeBudgeted(ctx, req)
 }

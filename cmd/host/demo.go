@@ -138,12 +138,12 @@ func demoCmd(e *env, args []string) error {
 		return err
 	}
 	defer h.Close(ctx)
-	a, err := h.Agent(s, host.Config{
+	a, err := h.Agent(s, withTelemetry(host.Config{
 		Sections: sections,
 		Data:     map[string]string{}, // no host data: the session file is the same wherever it runs
 		Tools:    builtin.Tools(work, clock),
 		OnDelta:  p.delta,
-	})
+	}))
 	if err != nil {
 		return err
 	}

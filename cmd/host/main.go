@@ -92,7 +92,7 @@ func run(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "host: unknown command %q; run \"host help\" for the list\n", args[0])
 		return 2
 	}
-	err := c.run(e, args[1:])
+	err := runWithTelemetry(e, c, args[1:])
 	if err == nil {
 		return 0
 	}

@@ -242,7 +242,7 @@ func runCmd(e *env, args []string) error {
 		return err
 	}
 	defer h.Close(context.Background())
-	a, err := h.Agent(s, host.Config{Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta})
+	a, err := h.Agent(s, withTelemetry(host.Config{Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta}))
 	if err != nil {
 		return err
 	}

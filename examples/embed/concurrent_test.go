@@ -8,14 +8,27 @@ import (
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // Many sessions run side by side, each in its own goroutine with its own
 // agent, and each followed by a subscriber goroutine. Inside one session
 // one turn runs at a time: a Run while another is running on it returns
 // an error matching host.ErrBusy. Snapshots are safe to read from any
-// goroutine, also a subscriber's.
+// goroutine, also a subscriber's. One tracer provider and one meter
+// provider serve every agent: gen_ai.conversation.id tells the sessions
+// apart.
 func Example_concurrentSessions() {
+	spans := tracetest.NewInMemoryExporter()
+	tracing := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer tracing.Shutdown(context.Background())
+	reader := sdkmetric.NewManualReader()
+	metrics := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer metrics.Shutdown(context.Background())
+
 	const sessions = 20
 	type outcome struct {
 		reason        string
@@ -37,6 +50,9 @@ func Example_concurrentSessions() {
 				Route: host.Route{Provider: "offline", Model: "script", ContextWindow: 8192},
 				Model: llm.NewScripted(model),
 				Tools: []host.Tool{shout},
+
+				TracerProvider: tracing,
+				MeterProvider:  metrics,
 			})
 			if err != nil {
 				panic(err)
@@ -70,7 +86,35 @@ func Example_concurrentSessions() {
 	fmt.Println(sessions, "sessions, all alike:", same)
 	fmt.Printf("each: turn %s, %d events seen by its subscriber, %d dropped, %d messages\n",
 		outcomes[0].reason, outcomes[0].seen, outcomes[0].dropped, outcomes[0].messages)
+	conversations := map[string]bool{}
+	for _, s := range spans.GetSpans() {
+		if s.Name == "invoke_agent" {
+			for _, kv := range s.Attributes {
+				if kv.Key == "gen_ai.conversation.id" {
+					conversations[kv.Value.AsString()] = true
+				}
+			}
+		}
+	}
+	fmt.Println("turns traced:", len(conversations), "conversations")
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		panic(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == "gen_ai.client.operation.duration" {
+				var n uint64
+				for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+					n += dp.Count
+				}
+				fmt.Println("model calls measured:", n)
+			}
+		}
+	}
 	// Output:
 	// 20 sessions, all alike: true
 	// each: turn completed, 14 events seen by its subscriber, 0 dropped, 4 messages
+	// turns traced: 20 conversations
+	// model calls measured: 40
 }

@@ -3,6 +3,7 @@ package embed_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weirhost/weir/host"
@@ -11,6 +12,8 @@ import (
 	"github.com/weirhost/weir/host/provider"
 	"github.com/weirhost/weir/plugins"
 	"github.com/weirhost/weir/surface"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // A program brings its own tools: here, one that upper-cases text. Its
@@ -84,6 +87,14 @@ func Example() {
 		return next(ctx, call)
 	}
 
+	// OpenTelemetry is opt-in: give the agent a tracer provider (and a
+	// meter provider for metrics). Here the SDK keeps the spans in memory;
+	// a program would export them (OTLP, ...). Without one nothing is
+	// recorded.
+	spans := tracetest.NewInMemoryExporter()
+	tracing := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer tracing.Shutdown(ctx)
+
 	agent, err := host.NewAgent(s, host.Config{
 		Route:            host.Route{Provider: "offline", Model: "script", ContextWindow: 8192},
 		Model:            llm.NewScripted(model),
@@ -93,6 +104,8 @@ func Example() {
 		ToolInterceptors: []host.ToolInterceptor{approve},
 		Compactors:       []host.CompactionProvider{compaction},
 		Meter:            meter,
+		TracerProvider:   tracing,
+		AgentName:        "embed-example",
 	})
 	if err != nil {
 		panic(err)
@@ -133,6 +146,7 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("surface tokens:", m.SurfaceTokens > 0)
+	printSpans(spans.GetSpans())
 	// Output:
 	// subscriber saw: turn/start step/start system/message user/message request/header request/context assistant/message tool/call tool/result step/end step/start assistant/message step/end turn/end
 	// subscriber dropped: 0
@@ -145,6 +159,50 @@ func Example() {
 	// assistant Done: the tool shouted for me.
 	// next request: 5 messages, first is system
 	// surface tokens: true
+	// span invoke_agent embed-example
+	// span   weir.step
+	// span     weir.compaction
+	// span       compact compaction-basic
+	// span         measure token-meter
+	// span     render system-prompt
+	// span     chat script
+	// span     execute_tool shout
+	// span   weir.step
+	// span     weir.compaction
+	// span       compact compaction-basic
+	// span         measure token-meter
+	// span     render system-prompt
+	// span     chat script
+	// observe spans: 15
+}
+
+// printSpans prints the spans as a tree, the token meter's observe spans
+// (one per committed event) counted rather than listed.
+func printSpans(spans tracetest.SpanStubs) {
+	kids := map[string][]tracetest.SpanStub{}
+	observes := 0
+	for _, s := range spans {
+		if strings.HasPrefix(s.Name, "observe ") {
+			observes++
+			continue
+		}
+		parent := ""
+		if s.Parent.IsValid() {
+			parent = s.Parent.SpanID().String()
+		}
+		kids[parent] = append(kids[parent], s)
+	}
+	var walk func(parent, indent string)
+	walk = func(parent, indent string) {
+		list := kids[parent]
+		slices.SortFunc(list, func(a, b tracetest.SpanStub) int { return a.StartTime.Compare(b.StartTime) })
+		for _, s := range list {
+			fmt.Printf("span %s%s\n", indent, s.Name)
+			walk(s.SpanContext.SpanID().String(), indent+"  ")
+		}
+	}
+	walk("", "")
+	fmt.Println("observe spans:", observes)
 }
 
 func describe(m *surface.Message) string {
