@@ -44,7 +44,7 @@ func loadPlugins(ctx context.Context, e *env, cfg *config.Config, log hclog.Logg
 		})
 	}
 	rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(uint64(cfg.Sandbox.MemoryLimitMiB)<<20), plugin.WithLogger(log),
-		plugin.WithCompileHook(announce))
+		plugin.WithCompileHook(announce), plugin.WithInterpreterFirst(true))
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 // at a time.
 type instance struct {
 	p       *Plugin
+	code    *code // what it started from
 	mod     api.Module
 	mem     api.Memory
 	fnInput api.Function
@@ -35,7 +36,7 @@ type instance struct {
 // start instantiates the module (running _initialize), checks the ABI
 // version before anything else, and sends init with the plugin config.
 func (p *Plugin) start(ctx context.Context) (*instance, error) {
-	in := &instance{p: p}
+	in := &instance{p: p, code: p.current()}
 	in.stdout.limit, in.stderr.limit = p.cfg.stdioLimit, p.cfg.stdioLimit
 	d := p.cfg.deadline(abi.KindUnspecified)
 	bctx, b := newBudget(ctx, d)
@@ -45,7 +46,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		WithStartFunctions(abi.ExportInitialize).
 		WithStdout(&in.stdout).
 		WithStderr(&in.stderr))
-	mod, err := p.rt.wz.InstantiateModule(bctx, p.compiled, mc)
+	mod, err := in.code.wz.InstantiateModule(bctx, in.code.mod, mc)
 	if err != nil {
 		fail := in.failure(ctx, bctx, "start instance", err, d)
 		fail.Replaced = false

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -13,17 +14,66 @@ import (
 // Plugin is a loaded plugin: a compiled module, its configuration and a
 // pool of instances. It is safe for concurrent use.
 type Plugin struct {
-	name     string
-	rt       *Runtime
-	compiled wazero.CompiledModule
-	cfg      pluginConfig
-	log      hclog.Logger
-	desc     abi.Description
-	pool     *pool
-	stats    struct {
+	name string
+	rt   *Runtime
+	mu   sync.Mutex
+	code *code // what new instances start from; see current
+	// called, on the interpreter, is closed after the first call.
+	called     chan struct{}
+	calledOnce sync.Once
+	cfg        pluginConfig
+	log        hclog.Logger
+	desc       abi.Description
+	pool       *pool
+	stats      struct {
 		calls, failures, started, replaced atomic.Uint64
 	}
 }
+
+// code is a compiled module and the wazero runtime it belongs to: the
+// compiler's, or the interpreter's until the compiler's is ready (see
+// WithInterpreterFirst).
+type code struct {
+	wz     wazero.Runtime
+	mod    wazero.CompiledModule
+	interp bool
+}
+
+// current is the code new instances start from.
+func (p *Plugin) current() *code {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.code
+}
+
+// stale reports whether in started from code that is no longer current.
+func (p *Plugin) stale(in *instance) bool { return in.code != p.current() }
+
+// upgrade waits for the compilation e of a plugin served by the
+// interpreter and then makes it the plugin's code: new instances start
+// from it, and the interpreter's are retired as they come back to the
+// pool. A failed compilation leaves the plugin on the interpreter.
+func (p *Plugin) upgrade(e *compileEntry, interp *code, record string) {
+	defer p.rt.upgrading.Done()
+	<-e.done
+	if e.err != nil {
+		p.log.Warn("the module did not compile; its instances keep running on the interpreter", "error", e.err.Error())
+		return
+	}
+	p.rt.markChecked(record)
+	p.mu.Lock()
+	p.code = &code{wz: p.rt.wz, mod: e.mod}
+	p.mu.Unlock()
+	p.pool.retire(p.stale)
+	// Safe with calls in flight on the interpreter (wazero).
+	_ = interp.mod.Close(context.Background())
+	p.log.Debug("compiled; instances now start from the compiled module")
+}
+
+// Interpreted reports whether new instances of the plugin start on
+// wazero's interpreter: loaded with WithInterpreterFirst and not yet
+// compiled.
+func (p *Plugin) Interpreted() bool { return p.current().interp }
 
 // Stats are a plugin's counters since load.
 type Stats struct {
@@ -205,6 +255,9 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 		p.stats.replaced.Add(1)
 	}
 	p.pool.put(in, discard)
+	if p.called != nil {
+		p.calledOnce.Do(func() { close(p.called) })
+	}
 	if fail != nil {
 		p.stats.failures.Add(1)
 		p.log.Debug("call failed", "method", method.String(), "error", fail.Error())

@@ -40,6 +40,18 @@ type Runtime struct {
 	// compileSlot is held by the compilation of a module not known to
 	// the disk cache (see compile).
 	compileSlot chan struct{}
+
+	// interp is the interpreter runtime of WithInterpreterFirst, made by
+	// the first load that uses it (see interpreter).
+	interpOnce sync.Once
+	interp     wazero.Runtime
+	interpErr  error
+	// upgrading counts the plugins served by the interpreter that wait
+	// for their compilation (see Plugin.upgrade); Close lets them finish.
+	upgrading sync.WaitGroup
+	// finishing is closed when Close starts: compilations waiting to
+	// start (see Load) start at once.
+	finishing chan struct{}
 }
 
 // compileEntry shares one compilation among concurrent loads of the same
@@ -92,6 +104,7 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 		plugins:  map[*Plugin]struct{}{},
 
 		compileSlot: make(chan struct{}, 1),
+		finishing:   make(chan struct{}),
 	}
 	r.closing, r.cancelClosing = context.WithCancel(context.Background())
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.wz); err != nil {
@@ -131,6 +144,21 @@ func (r *Runtime) CacheDir() string { return r.cfg.cacheDir }
 // Known modules, found in the cache, are read in parallel. onCompile, if
 // not nil, is called when this call starts the compilation.
 func (r *Runtime) compile(ctx context.Context, key [32]byte, wasm []byte, known bool, onCompile func()) (wazero.CompiledModule, error) {
+	e, err := r.startCompile(ctx, key, wasm, known, onCompile)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-e.done:
+		return e.mod, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// startCompile starts the compilation of compile, or finds the one
+// already running or done, and returns its entry without waiting for it.
+func (r *Runtime) startCompile(ctx context.Context, key [32]byte, wasm []byte, known bool, onCompile func()) (*compileEntry, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -147,12 +175,32 @@ func (r *Runtime) compile(ctx context.Context, key [32]byte, wasm []byte, known 
 	if !ok && onCompile != nil {
 		onCompile()
 	}
-	select {
-	case <-e.done:
-		return e.mod, e.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return e, nil
+}
+
+// interpreter returns the interpreter runtime of WithInterpreterFirst,
+// made on first use with the same memory cap, CloseOnContextDone and host
+// modules as the compiler runtime, and no compilation cache (the
+// interpreter has nothing to cache).
+func (r *Runtime) interpreter(ctx context.Context) (wazero.Runtime, error) {
+	r.interpOnce.Do(func() {
+		rc := wazero.NewRuntimeConfigInterpreter().
+			WithCloseOnContextDone(true).
+			WithMemoryLimitPages(uint32(r.cfg.memoryLimit / 65536))
+		wz := wazero.NewRuntimeWithConfig(ctx, rc)
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, wz); err != nil {
+			_ = wz.Close(ctx)
+			r.interpErr = fmt.Errorf("plugin runtime: interpreter: WASI: %w", err)
+			return
+		}
+		if err := instantiateHostModule(ctx, wz); err != nil {
+			_ = wz.Close(ctx)
+			r.interpErr = fmt.Errorf("plugin runtime: interpreter: weir host module: %w", err)
+			return
+		}
+		r.interp = wz
+	})
+	return r.interp, r.interpErr
 }
 
 // compileDeadlineError is the error of a compilation that outlived the
@@ -250,9 +298,26 @@ func (r *Runtime) Close(ctx context.Context) error {
 	for _, p := range plugins {
 		errs = append(errs, p.Close(ctx))
 	}
+	// Compilations of modules loaded on the interpreter finish first, so
+	// that the cache holds them for the next process, unless ctx ends.
+	close(r.finishing)
+	upgraded := make(chan struct{})
+	go func() {
+		r.upgrading.Wait()
+		close(upgraded)
+	}()
+	select {
+	case <-upgraded:
+	case <-ctx.Done():
+	}
 	// A compilation finishing after the cache closed would write to it.
 	r.cancelClosing()
 	r.compiling.Wait()
+	<-upgraded
 	errs = append(errs, r.wz.Close(ctx), r.cache.Close(ctx))
+	r.interpOnce.Do(func() {}) // waits for one being made; no later load makes one
+	if r.interp != nil {
+		errs = append(errs, r.interp.Close(ctx))
+	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,131 @@
+package plugin_test
+
+import (
+	"context"
+	"errors"
+	"path"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/plugin"
+	"github.com/weirhost/weir/sdk/abi"
+)
+
+// interpRuntime is a runtime with WithInterpreterFirst and an empty cache
+// directory of its own, so that every module starts on the interpreter.
+// Closing it waits for the compilations still running unless abandon is
+// set.
+func interpRuntime(t *testing.T, dir string, abandon bool, opts ...plugin.RuntimeOption) *plugin.Runtime {
+	t.Helper()
+	rt, err := plugin.NewRuntime(context.Background(),
+		append([]plugin.RuntimeOption{plugin.WithCacheDir(dir), plugin.WithInterpreterFirst(true)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		if abandon {
+			cancel()
+		}
+		defer cancel()
+		require.NoError(t, rt.Close(ctx))
+	})
+	return rt
+}
+
+// TestInterpreterFirst: a module the cache does not hold loads on the
+// interpreter and answers at once, then moves to the compiled module, with
+// the same answers; its instances on the interpreter are retired as they
+// come back. The next runtime finds it compiled in the cache.
+func TestInterpreterFirst(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var compiled []string
+	rt := interpRuntime(t, dir, false, plugin.WithCompileHook(func(name string) {
+		mu.Lock()
+		compiled = append(compiled, name)
+		mu.Unlock()
+	}))
+	release := plugin.HoldCompileSlot(rt) // keeps the compilation from starting
+	p, err := rt.Load(ctx, "benign", module(t, "benign"), plugin.WithConfig([]byte(`{"a":1}`)))
+	require.NoError(t, err)
+	require.True(t, p.Interpreted())
+	require.Equal(t, []string{"benign"}, compiled, "the compile hook still announces the first load")
+	req := &abi.RenderRequest{Route: abi.Route{Model: "config"}}
+	before, err := p.RenderPrompt(ctx, nil, req)
+	require.NoError(t, err)
+	require.Equal(t, `config={"a":1}`, before)
+	entropy := &abi.RenderRequest{Route: abi.Route{Model: "entropy"}}
+	fakeBefore, err := p.RenderPrompt(ctx, nil, entropy)
+	require.NoError(t, err)
+
+	release()
+	plugin.WaitCompiled(rt)
+	require.False(t, p.Interpreted())
+	require.EqualValues(t, 0, p.Stats().Idle, "the interpreter's idle instance was retired")
+	after, err := p.RenderPrompt(ctx, nil, req)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+	require.EqualValues(t, 2, p.Stats().Started, "one instance on each engine")
+	require.EqualValues(t, 0, p.Stats().Replaced, "retiring for the compiled module is no fault")
+
+	// A new instance sees the same fake clock and random bytes on either
+	// engine. (The first instance answered describe and config first, as
+	// did this one.)
+	fakeAfter, err := p.RenderPrompt(ctx, nil, entropy)
+	require.NoError(t, err)
+	require.Equal(t, fakeBefore, fakeAfter)
+
+	rt2 := interpRuntime(t, dir, false)
+	p2, err := rt2.Load(ctx, "benign", module(t, "benign"))
+	require.NoError(t, err)
+	require.False(t, p2.Interpreted(), "the cache holds the compiled module now")
+}
+
+// TestInterpreterSandbox: the hostile modules that fail at call time fail
+// the same way on the interpreter: a guest that never yields is stopped at
+// its deadline (CloseOnContextDone), memory stays capped, and the next
+// call runs on a fresh instance.
+func TestInterpreterSandbox(t *testing.T) {
+	cases := []struct {
+		module string
+		opts   []plugin.Option
+		class  error
+		want   string
+	}{
+		{"hostile/loop", []plugin.Option{plugin.WithDeadline(abi.KindSystemPrompt, 100*time.Millisecond)}, plugin.ErrDeadline,
+			`^plugin "loop": call prompt\.render: deadline 100ms exceeded; instance replaced$`},
+		{"hostile/alloc", nil, plugin.ErrTrap,
+			`^plugin "alloc": call prompt\.render: trap: wasm error: unreachable \(guest stderr: fatal error: out of memory\); instance replaced$`},
+		{"hostile/exit", nil, plugin.ErrTrap, `^plugin "exit": call prompt\.render: guest exited with code 3; instance replaced$`},
+		{"hostile/frame-oob", nil, plugin.ErrMalformedOutput,
+			`^plugin "frame-oob": call prompt\.render: malformed output: frame at 67108848 of 1048576 bytes runs past the end of memory \(\d+ bytes\); instance replaced$`},
+	}
+	// Closing abandons the compilations, which wait for the slot.
+	rt := interpRuntime(t, t.TempDir(), true)
+	plugin.HoldCompileSlot(rt) // every call below runs on the interpreter
+	for _, tc := range cases {
+		t.Run(tc.module, func(t *testing.T) {
+			opts := tc.opts
+			if opts == nil {
+				opts = []plugin.Option{plugin.WithDeadline(abi.KindSystemPrompt, 60*time.Second)}
+			}
+			name := path.Base(tc.module)
+			p, err := rt.Load(context.Background(), name, module(t, tc.module),
+				append([]plugin.Option{plugin.WithDeadline(abi.KindUnspecified, 60*time.Second)}, opts...)...)
+			require.NoError(t, err)
+			require.True(t, p.Interpreted())
+			_, err = p.RenderPrompt(context.Background(), nil, hostileReq)
+			require.ErrorIs(t, err, tc.class)
+			require.Regexp(t, regexp.MustCompile(tc.want), err.Error())
+			var pe *plugin.Error
+			require.True(t, errors.As(err, &pe))
+			require.True(t, pe.Replaced)
+			got, err := p.RenderPrompt(context.Background(), nil, goodReq)
+			require.NoError(t, err, "the next call runs on a fresh instance")
+			require.Equal(t, "ok", got)
+		})
+	}
+}
