@@ -28,9 +28,11 @@ type instance struct {
 	inPtr   uint32 // the guest input buffer, as last returned by weir_input
 	inCap   uint32 // capacity known for inPtr
 	calls   int
-	req     []byte // request encoding buffer, reused
-	stdout  stdio
-	stderr  stdio
+	// summarized: the last call asked the host for a summary.
+	summarized bool
+	req        []byte // request encoding buffer, reused
+	stdout     stdio
+	stderr     stdio
 }
 
 // start instantiates the module (running _initialize), checks the ABI
@@ -123,6 +125,7 @@ func (in *instance) call(parent context.Context, host Host, method abi.Method,
 	bctx, b := newBudget(parent, d)
 	defer b.stop()
 	cs := &callState{parent: parent, host: host, kind: kind, budget: b}
+	defer func() { in.summarized = cs.summarized }()
 	bctx = context.WithValue(bctx, callKey{}, cs)
 
 	n := uint32(len(in.req))

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"path"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/sdk/abi"
@@ -85,9 +87,9 @@ func TestInterpreterFirst(t *testing.T) {
 }
 
 // TestInterpreterSandbox: the hostile modules that fail at call time fail
-// the same way on the interpreter: a guest that never yields is stopped at
-// its deadline (CloseOnContextDone), memory stays capped, and the next
-// call runs on a fresh instance.
+// the same way on the interpreter: memory stays capped, a guest that exits
+// or returns a frame outside memory is replaced, and the next call runs on
+// a fresh instance. (TestInterpreterDeadline covers the deadline.)
 func TestInterpreterSandbox(t *testing.T) {
 	cases := []struct {
 		module string
@@ -95,8 +97,6 @@ func TestInterpreterSandbox(t *testing.T) {
 		class  error
 		want   string
 	}{
-		{"hostile/loop", []plugin.Option{plugin.WithDeadline(abi.KindSystemPrompt, 100*time.Millisecond)}, plugin.ErrDeadline,
-			`^plugin "loop": call prompt\.render: deadline 100ms exceeded; instance replaced$`},
 		{"hostile/alloc", nil, plugin.ErrTrap,
 			`^plugin "alloc": call prompt\.render: trap: wasm error: unreachable \(guest stderr: fatal error: out of memory\); instance replaced$`},
 		{"hostile/exit", nil, plugin.ErrTrap, `^plugin "exit": call prompt\.render: guest exited with code 3; instance replaced$`},
@@ -128,4 +128,38 @@ func TestInterpreterSandbox(t *testing.T) {
 			require.Equal(t, "ok", got)
 		})
 	}
+}
+
+// TestInterpreterDeadline: a guest that never yields is stopped at its
+// deadline on the interpreter (CloseOnContextDone); the call then waits
+// for the compiled module and runs again there, as a call too slow for
+// the interpreter would, and fails at the deadline again.
+func TestInterpreterDeadline(t *testing.T) {
+	logs := &syncBuffer{}
+	logger := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
+	rt := interpRuntime(t, t.TempDir(), false, plugin.WithLogger(logger))
+	release := plugin.HoldCompileSlot(rt)
+	p, err := rt.Load(context.Background(), "loop", module(t, "hostile/loop"),
+		plugin.WithDeadline(abi.KindSystemPrompt, 100*time.Millisecond))
+	require.NoError(t, err)
+	require.True(t, p.Interpreted())
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.RenderPrompt(context.Background(), nil, hostileReq)
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "deadline on the interpreter; the call waits for the compiled module")
+	}, time.Minute, 10*time.Millisecond, "the interpreter stops the loop at the deadline")
+	release()
+	err = <-done
+	require.ErrorIs(t, err, plugin.ErrDeadline)
+	require.Regexp(t, `^plugin "loop": call prompt\.render: deadline 100ms exceeded; instance replaced$`, err.Error())
+	require.False(t, p.Interpreted())
+	s := p.Stats()
+	require.EqualValues(t, 2, s.Started, "the interpreter's, then the compiled module's")
+	require.EqualValues(t, 2, s.Replaced)
+	got, err := p.RenderPrompt(context.Background(), nil, goodReq)
+	require.NoError(t, err)
+	require.Equal(t, "ok", got)
 }

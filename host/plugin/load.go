@@ -103,7 +103,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 			return nil, invalid("compile: "+err.Error(), err)
 		}
 		p.code = &code{wz: wz, mod: mod, interp: true}
-		p.called = make(chan struct{})
+		p.called, p.compiled = make(chan struct{}), make(chan struct{})
 	} else {
 		compiled, err := r.compile(ctx, sum, wasm, checked, onCompile)
 		if err != nil {

@@ -18,9 +18,11 @@ type Plugin struct {
 	rt   *Runtime
 	mu   sync.Mutex
 	code *code // what new instances start from; see current
-	// called, on the interpreter, is closed after the first call.
+	// called, on the interpreter, is closed after the first call;
+	// compiled when the compilation is over (see upgrade).
 	called     chan struct{}
 	calledOnce sync.Once
+	compiled   chan struct{}
 	cfg        pluginConfig
 	log        hclog.Logger
 	desc       abi.Description
@@ -57,6 +59,7 @@ func (p *Plugin) upgrade(e *compileEntry, interp *code, record string) {
 	defer p.rt.upgrading.Done()
 	<-e.done
 	if e.err != nil {
+		close(p.compiled)
 		p.log.Warn("the module did not compile; its instances keep running on the interpreter", "error", e.err.Error())
 		return
 	}
@@ -64,10 +67,25 @@ func (p *Plugin) upgrade(e *compileEntry, interp *code, record string) {
 	p.mu.Lock()
 	p.code = &code{wz: p.rt.wz, mod: e.mod}
 	p.mu.Unlock()
+	close(p.compiled)
 	p.pool.retire(p.stale)
 	// Safe with calls in flight on the interpreter (wazero).
 	_ = interp.mod.Close(context.Background())
 	p.log.Debug("compiled; instances now start from the compiled module")
+}
+
+// awaitCompiled waits for the compilation of a plugin loaded on the
+// interpreter and reports whether it succeeded; false when ctx ends first.
+func (p *Plugin) awaitCompiled(ctx context.Context) bool {
+	if p.compiled == nil {
+		return false
+	}
+	select {
+	case <-p.compiled:
+		return !p.current().interp
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Interpreted reports whether new instances of the plugin start on
@@ -245,6 +263,25 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 	}
 	in.calls++
 	fail, discard := in.call(ctx, host, method, enc, dec)
+	if fail != nil && errors.Is(fail, ErrDeadline) && in.code.interp && !in.summarized {
+		// The deadlines are set for compiled code; the interpreter runs
+		// several times slower. The call runs again on the compiled
+		// module once it is ready, as it would have without the
+		// interpreter: a call is a function of its request, and a new
+		// instance gives the result any instance gives.
+		p.log.Debug("deadline on the interpreter; the call waits for the compiled module", "method", method.String())
+		p.calledOnce.Do(func() { close(p.called) }) // the compilation starts now
+		if p.awaitCompiled(ctx) {
+			p.stats.replaced.Add(1)
+			p.pool.put(in, true)
+			if in, err = p.pool.get(ctx, p.start); err != nil {
+				p.stats.failures.Add(1)
+				return relabel(err, op)
+			}
+			in.calls++
+			fail, discard = in.call(ctx, host, method, enc, dec)
+		}
+	}
 	if !discard {
 		if why := in.overLimits(); why != "" {
 			p.log.Debug("retiring instance", "reason", why)
