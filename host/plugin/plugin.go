@@ -250,16 +250,7 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 	p.stats.calls.Add(1)
 	in, err := p.pool.get(ctx, p.start)
 	if err != nil {
-		p.stats.failures.Add(1)
-		var pe *Error
-		switch {
-		case errors.As(err, &pe):
-			return relabel(pe, op)
-		case errors.Is(err, ErrClosed):
-			return p.fail(op, ErrClosed, "plugin is closed", nil)
-		default:
-			return p.fail(op, ErrCancelled, "cancelled while waiting for an instance: "+err.Error(), err)
-		}
+		return p.noInstance(op, err)
 	}
 	in.calls++
 	fail, discard := in.call(ctx, host, method, enc, dec)
@@ -275,8 +266,7 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 			p.stats.replaced.Add(1)
 			p.pool.put(in, true)
 			if in, err = p.pool.get(ctx, p.start); err != nil {
-				p.stats.failures.Add(1)
-				return relabel(err, op)
+				return p.noInstance(op, err)
 			}
 			in.calls++
 			fail, discard = in.call(ctx, host, method, enc, dec)
@@ -301,6 +291,20 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 		return fail
 	}
 	return nil
+}
+
+// noInstance is the error of a call that got no instance from the pool.
+func (p *Plugin) noInstance(op string, err error) error {
+	p.stats.failures.Add(1)
+	var pe *Error
+	switch {
+	case errors.As(err, &pe):
+		return relabel(pe, op)
+	case errors.Is(err, ErrClosed):
+		return p.fail(op, ErrClosed, "plugin is closed", nil)
+	default:
+		return p.fail(op, ErrCancelled, "cancelled while waiting for an instance: "+err.Error(), err)
+	}
 }
 
 func (p *Plugin) fail(op string, class error, detail string, err error) *Error {
