@@ -6,8 +6,3 @@ func HoldCompileSlot(r *Runtime) (release func()) {
 	r.compileSlot <- struct{}{}
 	return func() { <-r.compileSlot }
 }
-
-// WaitCompiled waits for the background compilations of the plugins r
-// serves from the interpreter (WithInterpreterFirst) and their switch to
-// the compiled module.
-func WaitCompiled(r *Runtime) { r.upgrading.Wait() }

@@ -64,7 +64,7 @@ func TestInterpreterFirst(t *testing.T) {
 	require.NoError(t, err)
 
 	release()
-	plugin.WaitCompiled(rt)
+	require.NoError(t, rt.WaitCompiled(ctx))
 	require.False(t, p.Interpreted())
 	require.EqualValues(t, 0, p.Stats().Idle, "the interpreter's idle instance was retired")
 	after, err := p.RenderPrompt(ctx, nil, req)

@@ -163,7 +163,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 		// when the runtime closes), so that it does not take the CPU from
 		// the first calls. r.mu is held: startCompile takes it, so start
 		// it from the goroutine.
-		r.upgrading.Add(1)
+		r.upgrading.add()
 		go func() {
 			t := time.NewTimer(compileDelay)
 			select {
@@ -174,7 +174,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 			t.Stop()
 			e, err := r.startCompile(ctx, sum, wasm, false, nil)
 			if err != nil {
-				r.upgrading.Done()
+				r.upgrading.finish()
 				return
 			}
 			p.upgrade(e, p.current(), record)

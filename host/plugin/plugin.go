@@ -56,7 +56,7 @@ func (p *Plugin) stale(in *instance) bool { return in.code != p.current() }
 // from it, and the interpreter's are retired as they come back to the
 // pool. A failed compilation leaves the plugin on the interpreter.
 func (p *Plugin) upgrade(e *compileEntry, interp *code, record string) {
-	defer p.rt.upgrading.Done()
+	defer p.rt.upgrading.finish()
 	<-e.done
 	if e.err != nil {
 		close(p.compiled)

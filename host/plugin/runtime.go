@@ -48,7 +48,7 @@ type Runtime struct {
 	interpErr  error
 	// upgrading counts the plugins served by the interpreter that wait
 	// for their compilation (see Plugin.upgrade); Close lets them finish.
-	upgrading sync.WaitGroup
+	upgrading counter
 	// finishing is closed when Close starts: compilations waiting to
 	// start (see Load) start at once.
 	finishing chan struct{}
@@ -281,6 +281,18 @@ func (r *Runtime) forget(key [32]byte) {
 	r.mu.Unlock()
 }
 
+// WaitCompiled waits until the plugins loaded on the interpreter
+// (WithInterpreterFirst) so far have moved to their compiled modules, or
+// their compilations failed, or ctx ends.
+func (r *Runtime) WaitCompiled(ctx context.Context) error {
+	select {
+	case <-r.upgrading.zero():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Close closes every plugin and the runtime. The disk cache stays.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
@@ -301,11 +313,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	// Compilations of modules loaded on the interpreter finish first, so
 	// that the cache holds them for the next process, unless ctx ends.
 	close(r.finishing)
-	upgraded := make(chan struct{})
-	go func() {
-		r.upgrading.Wait()
-		close(upgraded)
-	}()
+	upgraded := r.upgrading.zero()
 	select {
 	case <-upgraded:
 	case <-ctx.Done():
@@ -320,4 +328,43 @@ func (r *Runtime) Close(ctx context.Context) error {
 		errs = append(errs, r.interp.Close(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// counter counts work in progress; zero returns a channel closed when the
+// count is zero. Unlike a sync.WaitGroup, it may be waited on while work
+// is added.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	done chan struct{} // closed when n reaches 0; nil while n is 0
+}
+
+func (c *counter) add() {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.done = make(chan struct{})
+	}
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *counter) finish() {
+	c.mu.Lock()
+	c.n--
+	if c.n == 0 {
+		close(c.done)
+		c.done = nil
+	}
+	c.mu.Unlock()
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (c *counter) zero() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		return closedChan
+	}
+	return c.done
 }
