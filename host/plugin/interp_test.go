@@ -163,3 +163,22 @@ func TestInterpreterDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ok", got)
 }
+
+// TestInterpreterFirstCloseCompiles: a runtime closed before its plugins
+// on the interpreter were called (so before their compilations started)
+// compiles them into the cache first.
+func TestInterpreterFirstCloseCompiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(dir), plugin.WithInterpreterFirst(true))
+	require.NoError(t, err)
+	p, err := rt.Load(ctx, "benign", module(t, "benign"))
+	require.NoError(t, err)
+	require.True(t, p.Interpreted())
+	require.NoError(t, rt.Close(ctx))
+
+	rt2 := interpRuntime(t, dir, false)
+	p2, err := rt2.Load(ctx, "benign", module(t, "benign"))
+	require.NoError(t, err)
+	require.False(t, p2.Interpreted(), "the cache holds the compiled module")
+}

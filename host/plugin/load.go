@@ -172,7 +172,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 			case <-r.finishing:
 			}
 			t.Stop()
-			e, err := r.startCompile(ctx, sum, wasm, false, nil)
+			e, err := r.startCompile(ctx, sum, wasm, false, true, nil)
 			if err != nil {
 				r.upgrading.finish()
 				return

@@ -144,7 +144,7 @@ func (r *Runtime) CacheDir() string { return r.cfg.cacheDir }
 // Known modules, found in the cache, are read in parallel. onCompile, if
 // not nil, is called when this call starts the compilation.
 func (r *Runtime) compile(ctx context.Context, key [32]byte, wasm []byte, known bool, onCompile func()) (wazero.CompiledModule, error) {
-	e, err := r.startCompile(ctx, key, wasm, known, onCompile)
+	e, err := r.startCompile(ctx, key, wasm, known, false, onCompile)
 	if err != nil {
 		return nil, err
 	}
@@ -158,9 +158,12 @@ func (r *Runtime) compile(ctx context.Context, key [32]byte, wasm []byte, known 
 
 // startCompile starts the compilation of compile, or finds the one
 // already running or done, and returns its entry without waiting for it.
-func (r *Runtime) startCompile(ctx context.Context, key [32]byte, wasm []byte, known bool, onCompile func()) (*compileEntry, error) {
+// A closing runtime starts no compilation, except the background ones of
+// plugins on the interpreter (background) until Close stops waiting for
+// them.
+func (r *Runtime) startCompile(ctx context.Context, key [32]byte, wasm []byte, known, background bool, onCompile func()) (*compileEntry, error) {
 	r.mu.Lock()
-	if r.closed {
+	if r.closed && (!background || r.closing.Err() != nil) {
 		r.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -319,7 +322,11 @@ func (r *Runtime) Close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	// A compilation finishing after the cache closed would write to it.
+	// Under r.mu: startCompile starts none after this (compiling.Add
+	// happens before compiling.Wait).
+	r.mu.Lock()
 	r.cancelClosing()
+	r.mu.Unlock()
 	r.compiling.Wait()
 	<-upgraded
 	errs = append(errs, r.wz.Close(ctx), r.cache.Close(ctx))
