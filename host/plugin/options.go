@@ -152,11 +152,17 @@ func WithCompileHook(f func(plugin string)) RuntimeOption {
 // retired as they come back to the pool; a call in flight finishes where
 // it runs. Both engines run under the same memory cap, deadlines
 // (CloseOnContextDone) and host modules, so a call gets the same result
-// from either, as from any new instance. The module limits apply as
-// before; a compilation that fails or outlives the compile deadline is
-// logged and leaves the plugin on the interpreter. Runtime.Close waits for
-// the compilations still running, so that the cache holds them for the
-// next process, until its context ends.
+// from either, as from any new instance. Deadlines are meant for compiled
+// code: a call that exceeds its deadline on the interpreter, and did not
+// ask the host for a summary, waits for the compiled module and runs again
+// on a new instance of it. The compilation starts after the plugin's first
+// call, or a second after its load, so that it does not slow the first
+// calls. The module limits apply as before; a compilation that fails or
+// outlives the compile deadline is logged and leaves the plugin on the
+// interpreter. Runtime.Close starts the compilations not yet started and
+// waits for them, so that the cache holds them for the next process, until
+// its context ends. The interpreter's code takes about 35 bytes of memory
+// per byte of function code while it is in use.
 func WithInterpreterFirst(on bool) RuntimeOption {
 	return func(c *runtimeConfig) { c.interpFirst = on }
 }
