@@ -89,7 +89,7 @@ func compactCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer h.Close(ctx)
+	defer closeHost(ctx, e, h)
 	defer a.Close()
 	p := newPrinter(e.stdout)
 	p.watch(s.Log(), a.Providers.Compactors)
@@ -162,7 +162,7 @@ func compactDryRun(e *env, cfg *config.Config, route *setup.Route, path string, 
 	if err != nil {
 		return err
 	}
-	defer h.Close(ctx)
+	defer closeHost(ctx, e, h)
 	defer a.Close()
 	r, err := a.CompactDryRun(ctx)
 	if interrupted() {

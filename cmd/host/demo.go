@@ -137,7 +137,7 @@ func demoCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer h.Close(ctx)
+	defer closeHost(ctx, e, h)
 	a, err := h.Agent(s, withTelemetry(host.Config{
 		Sections: sections,
 		Data:     map[string]string{}, // no host data: the session file is the same wherever it runs

@@ -194,7 +194,7 @@ func replaySet(ctx context.Context, e *env, cfg *config.Config, rec *eval.Record
 	if err != nil {
 		return nil, fmt.Errorf("set %q: %w", ns.name, err)
 	}
-	defer h.Close(ctx)
+	defer closeHost(ctx, e, h)
 	s := eval.Set{Name: ns.name, Baseline: ns.file == "", Providers: func(sess *host.Session) ([]host.CompactionProvider, host.Meter, error) {
 		p, err := h.Providers(sess)
 		if err != nil {

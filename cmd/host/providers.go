@@ -48,8 +48,17 @@ func newHost(ctx context.Context, e *env, cfg *config.Config, route *setup.Route
 			}
 		})
 	}
-	return setup.New(ctx, cfg, &setup.Options{Route: route, CacheDir: dir, OnCompile: announce, Logger: log,
-		PluginConfig: pluginConfig, Workdir: workdir()})
+	return setup.New(ctx, cfg, &setup.Options{Route: route, CacheDir: dir, OnCompile: announce, InterpreterFirst: true,
+		Logger: log, PluginConfig: pluginConfig, Workdir: workdir()})
+}
+
+// closeHost closes h, saying so first when it has to wait for plugin
+// compilations a first run started (they fill the cache for the next run).
+func closeHost(ctx context.Context, e *env, h *setup.Host) {
+	if ctx.Err() == nil && h.Compiling() {
+		fmt.Fprintln(e.stderr, "finishing the plugins' compilation for the next run…")
+	}
+	h.Close(ctx)
 }
 
 // workdir is the working directory, or "" when it cannot be read.

@@ -241,7 +241,7 @@ func runCmd(e *env, args []string) error {
 		}
 		return err
 	}
-	defer h.Close(context.Background())
+	defer closeHost(ctx, e, h) // after an interrupt, without waiting for compilations
 	a, err := h.Agent(s, withTelemetry(host.Config{Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta}))
 	if err != nil {
 		return err

@@ -20,7 +20,10 @@
 // cache directory, a module that passed the code walk and compiled is
 // recorded there and not walked again under the same limits), starts a first instance, checks its
 // ABI version, asks it to describe itself and initialises it with the
-// plugin's configuration. The result is a Plugin.
+// plugin's configuration. The result is a Plugin. With WithInterpreterFirst, a
+// module not yet in the cache starts on wazero's interpreter (compiled
+// about ten times sooner, run several times slower) and moves to the
+// compiled module when the compiler, running in the background, is done.
 //
 // A Plugin keeps a pool of interchangeable instances. Every call checks one
 // out exclusively, writes the encoded request into the guest's input buffer,

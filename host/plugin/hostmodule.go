@@ -43,6 +43,9 @@ type callState struct {
 	budget  *budget
 	lastErr string
 	memo    map[string]memoEntry
+	// summarized: the call asked the host for a summary, a model call
+	// the host records, so the call is not repeated (see Plugin.invoke).
+	summarized bool
 }
 
 // memoEntry keeps an import's last answer for the call, so a guest retrying
@@ -146,6 +149,7 @@ func instantiateHostModule(ctx context.Context, wz wazero.Runtime) error {
 				if err := req.Decode(bytes.Clone(view)); err != nil {
 					return nil, errBadRequest{err}
 				}
+				cs.summarized = true
 				cs.budget.pause()
 				res, err := cs.host.Summarize(cs.parent, &req)
 				cs.budget.resume()

@@ -19,6 +19,7 @@ import (
 // at a time.
 type instance struct {
 	p       *Plugin
+	code    *code // what it started from
 	mod     api.Module
 	mem     api.Memory
 	fnInput api.Function
@@ -27,15 +28,17 @@ type instance struct {
 	inPtr   uint32 // the guest input buffer, as last returned by weir_input
 	inCap   uint32 // capacity known for inPtr
 	calls   int
-	req     []byte // request encoding buffer, reused
-	stdout  stdio
-	stderr  stdio
+	// summarized: the last call asked the host for a summary.
+	summarized bool
+	req        []byte // request encoding buffer, reused
+	stdout     stdio
+	stderr     stdio
 }
 
 // start instantiates the module (running _initialize), checks the ABI
 // version before anything else, and sends init with the plugin config.
 func (p *Plugin) start(ctx context.Context) (*instance, error) {
-	in := &instance{p: p}
+	in := &instance{p: p, code: p.current()}
 	in.stdout.limit, in.stderr.limit = p.cfg.stdioLimit, p.cfg.stdioLimit
 	d := p.cfg.deadline(abi.KindUnspecified)
 	bctx, b := newBudget(ctx, d)
@@ -45,7 +48,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		WithStartFunctions(abi.ExportInitialize).
 		WithStdout(&in.stdout).
 		WithStderr(&in.stderr))
-	mod, err := p.rt.wz.InstantiateModule(bctx, p.compiled, mc)
+	mod, err := in.code.wz.InstantiateModule(bctx, in.code.mod, mc)
 	if err != nil {
 		fail := in.failure(ctx, bctx, "start instance", err, d)
 		fail.Replaced = false
@@ -122,6 +125,7 @@ func (in *instance) call(parent context.Context, host Host, method abi.Method,
 	bctx, b := newBudget(parent, d)
 	defer b.stop()
 	cs := &callState{parent: parent, host: host, kind: kind, budget: b}
+	defer func() { in.summarized = cs.summarized }()
 	bctx = context.WithValue(bctx, callKey{}, cs)
 
 	n := uint32(len(in.req))

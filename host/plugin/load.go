@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirhost/weir/host/plugin/internal/wasmparse"
 	"github.com/weirhost/weir/sdk/abi"
@@ -48,12 +49,17 @@ var requiredExports = map[string]wasmparse.FuncType{
 // The first instance is started, version-checked, initialised with the
 // configuration (WithConfig) and asked to describe itself; a failure of any
 // of these fails the load.
+// With WithInterpreterFirst, a module the cache directory is not known to
+// hold is compiled by wazero's interpreter instead, and the compiler's
+// compilation runs in the background once the plugin has served its first
+// call (see WithInterpreterFirst).
 func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Option) (*Plugin, error) {
 	cfg := defaultPluginConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	p := &Plugin{name: name, rt: r, cfg: cfg, log: r.log.Named(name).With("plugin", name), pool: newPool(cfg.maxInstances)}
+	p := &Plugin{name: name, rt: r, cfg: cfg, log: r.log.Named(name).With("plugin", name)}
+	p.pool = newPool(cfg.maxInstances, p.stale)
 	invalid := func(detail string, err error) error {
 		return p.fail("load", ErrInvalidModule, detail, err)
 	}
@@ -82,34 +88,62 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	if hook := r.cfg.compileHook; hook != nil && !checked {
 		onCompile = func() { hook(name) }
 	}
-	compiled, err := r.compile(ctx, sum, wasm, checked, onCompile)
-	if err != nil {
-		var late *compileDeadlineError
-		switch {
-		case errors.Is(err, ErrClosed):
-			return nil, p.fail("load", ErrClosed, "runtime is closed", nil)
-		case errors.As(err, &late):
-			return nil, p.fail("load", ErrInvalidModule, "module rejected: "+err.Error(), ErrDeadline)
+	interp := r.cfg.interpFirst && !checked
+	if interp {
+		// Served by the interpreter now; compiled after the load (below).
+		wz, err := r.interpreter(ctx)
+		if err != nil {
+			return nil, err
 		}
-		return nil, invalid("compile: "+err.Error(), err)
+		if onCompile != nil {
+			onCompile()
+		}
+		mod, err := wz.CompileModule(ctx, wasm)
+		if err != nil {
+			return nil, invalid("compile: "+err.Error(), err)
+		}
+		p.code = &code{wz: wz, mod: mod, interp: true}
+		p.called, p.compiled = make(chan struct{}), make(chan struct{})
+	} else {
+		compiled, err := r.compile(ctx, sum, wasm, checked, onCompile)
+		if err != nil {
+			var late *compileDeadlineError
+			switch {
+			case errors.Is(err, ErrClosed):
+				return nil, p.fail("load", ErrClosed, "runtime is closed", nil)
+			case errors.As(err, &late):
+				return nil, p.fail("load", ErrInvalidModule, "module rejected: "+err.Error(), ErrDeadline)
+			}
+			return nil, invalid("compile: "+err.Error(), err)
+		}
+		p.code = &code{wz: r.wz, mod: compiled}
+		if !checked {
+			r.markChecked(record)
+		}
 	}
-	p.compiled = compiled
-	if !checked {
-		r.markChecked(record)
+	// An interpreter module no instance uses any more is closed (an
+	// instance that started is closed by the pool).
+	discardInterp := func() {
+		if interp {
+			_ = p.code.mod.Close(context.WithoutCancel(ctx))
+		}
 	}
 
 	in, err := p.pool.get(ctx, p.start)
 	if err != nil {
+		discardInterp()
 		return nil, relabel(err, "load")
 	}
 	var desc abi.Description
 	fail, discard := in.call(ctx, nil, abi.MethodDescribe, (&abi.DescribeRequest{}).Encode, desc.Decode)
 	if fail != nil {
 		p.pool.put(in, true)
+		discardInterp()
 		return nil, relabel(fail, "load")
 	}
 	if len(desc.Kinds) == 0 {
 		p.pool.put(in, true)
+		discardInterp()
 		return nil, invalid("module describes no provider kind", nil)
 	}
 	p.desc = desc
@@ -119,12 +153,40 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	defer r.mu.Unlock()
 	if r.closed {
 		p.pool.close()
+		discardInterp()
 		return nil, p.fail("load", ErrClosed, "runtime is closed", nil)
 	}
 	r.plugins[p] = struct{}{}
+	if interp {
+		// The compilation starts once the module has shown it works and
+		// has served its first call (or compileDelay after the load, or
+		// when the runtime closes), so that it does not take the CPU from
+		// the first calls. r.mu is held: startCompile takes it, so start
+		// it from the goroutine.
+		r.upgrading.add()
+		go func() {
+			t := time.NewTimer(compileDelay)
+			select {
+			case <-p.called:
+			case <-t.C:
+			case <-r.finishing:
+			}
+			t.Stop()
+			e, err := r.startCompile(ctx, sum, wasm, false, true, nil)
+			if err != nil {
+				r.upgrading.finish()
+				return
+			}
+			p.upgrade(e, p.current(), record)
+		}()
+	}
 	p.log.Debug("loaded", "kinds", kindNames(desc.Kinds), "version", desc.Version, "sdk", desc.Sdk)
 	return p, nil
 }
+
+// compileDelay is how long after its load the compilation of a plugin
+// served by the interpreter starts at the latest (see Load).
+const compileDelay = time.Second
 
 // relabel prefixes the operation of a plugin error with the load.
 func relabel(err error, op string) error {

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -13,17 +14,84 @@ import (
 // Plugin is a loaded plugin: a compiled module, its configuration and a
 // pool of instances. It is safe for concurrent use.
 type Plugin struct {
-	name     string
-	rt       *Runtime
-	compiled wazero.CompiledModule
-	cfg      pluginConfig
-	log      hclog.Logger
-	desc     abi.Description
-	pool     *pool
-	stats    struct {
+	name string
+	rt   *Runtime
+	mu   sync.Mutex
+	code *code // what new instances start from; see current
+	// called, on the interpreter, is closed after the first call;
+	// compiled when the compilation is over (see upgrade).
+	called     chan struct{}
+	calledOnce sync.Once
+	compiled   chan struct{}
+	cfg        pluginConfig
+	log        hclog.Logger
+	desc       abi.Description
+	pool       *pool
+	stats      struct {
 		calls, failures, started, replaced atomic.Uint64
 	}
 }
+
+// code is a compiled module and the wazero runtime it belongs to: the
+// compiler's, or the interpreter's until the compiler's is ready (see
+// WithInterpreterFirst).
+type code struct {
+	wz     wazero.Runtime
+	mod    wazero.CompiledModule
+	interp bool
+}
+
+// current is the code new instances start from.
+func (p *Plugin) current() *code {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.code
+}
+
+// stale reports whether in started from code that is no longer current.
+func (p *Plugin) stale(in *instance) bool { return in.code != p.current() }
+
+// upgrade waits for the compilation e of a plugin served by the
+// interpreter and then makes it the plugin's code: new instances start
+// from it, and the interpreter's are retired as they come back to the
+// pool. A failed compilation leaves the plugin on the interpreter.
+func (p *Plugin) upgrade(e *compileEntry, interp *code, record string) {
+	defer p.rt.upgrading.finish()
+	<-e.done
+	if e.err != nil {
+		close(p.compiled)
+		p.log.Warn("the module did not compile; its instances keep running on the interpreter", "error", e.err.Error())
+		return
+	}
+	p.rt.markChecked(record)
+	p.mu.Lock()
+	p.code = &code{wz: p.rt.wz, mod: e.mod}
+	p.mu.Unlock()
+	close(p.compiled)
+	p.pool.retire(p.stale)
+	// Safe with calls in flight on the interpreter (wazero).
+	_ = interp.mod.Close(context.Background())
+	p.log.Debug("compiled; instances now start from the compiled module")
+}
+
+// awaitCompiled waits for the compilation of a plugin loaded on the
+// interpreter and reports whether it succeeded; false when ctx ends first.
+func (p *Plugin) awaitCompiled(ctx context.Context) bool {
+	if p.compiled == nil {
+		return false
+	}
+	select {
+	case <-p.compiled:
+		return !p.current().interp
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Interpreted reports whether new instances of the plugin start on
+// wazero's interpreter: loaded with WithInterpreterFirst and not yet
+// compiled.
+func (p *Plugin) Interpreted() bool { return p.current().interp }
 
 // Stats are a plugin's counters since load.
 type Stats struct {
@@ -182,19 +250,28 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 	p.stats.calls.Add(1)
 	in, err := p.pool.get(ctx, p.start)
 	if err != nil {
-		p.stats.failures.Add(1)
-		var pe *Error
-		switch {
-		case errors.As(err, &pe):
-			return relabel(pe, op)
-		case errors.Is(err, ErrClosed):
-			return p.fail(op, ErrClosed, "plugin is closed", nil)
-		default:
-			return p.fail(op, ErrCancelled, "cancelled while waiting for an instance: "+err.Error(), err)
-		}
+		return p.noInstance(op, err)
 	}
 	in.calls++
 	fail, discard := in.call(ctx, host, method, enc, dec)
+	if fail != nil && errors.Is(fail, ErrDeadline) && in.code.interp && !in.summarized {
+		// The deadlines are set for compiled code; the interpreter runs
+		// several times slower. The call runs again on the compiled
+		// module once it is ready, as it would have without the
+		// interpreter: a call is a function of its request, and a new
+		// instance gives the result any instance gives.
+		p.log.Debug("deadline on the interpreter; the call waits for the compiled module", "method", method.String())
+		p.calledOnce.Do(func() { close(p.called) }) // the compilation starts now
+		if p.awaitCompiled(ctx) {
+			p.stats.replaced.Add(1)
+			p.pool.put(in, true)
+			if in, err = p.pool.get(ctx, p.start); err != nil {
+				return p.noInstance(op, err)
+			}
+			in.calls++
+			fail, discard = in.call(ctx, host, method, enc, dec)
+		}
+	}
 	if !discard {
 		if why := in.overLimits(); why != "" {
 			p.log.Debug("retiring instance", "reason", why)
@@ -205,12 +282,29 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 		p.stats.replaced.Add(1)
 	}
 	p.pool.put(in, discard)
+	if p.called != nil {
+		p.calledOnce.Do(func() { close(p.called) })
+	}
 	if fail != nil {
 		p.stats.failures.Add(1)
 		p.log.Debug("call failed", "method", method.String(), "error", fail.Error())
 		return fail
 	}
 	return nil
+}
+
+// noInstance is the error of a call that got no instance from the pool.
+func (p *Plugin) noInstance(op string, err error) error {
+	p.stats.failures.Add(1)
+	var pe *Error
+	switch {
+	case errors.As(err, &pe):
+		return relabel(pe, op)
+	case errors.Is(err, ErrClosed):
+		return p.fail(op, ErrClosed, "plugin is closed", nil)
+	default:
+		return p.fail(op, ErrCancelled, "cancelled while waiting for an instance: "+err.Error(), err)
+	}
 }
 
 func (p *Plugin) fail(op string, class error, detail string, err error) *Error {

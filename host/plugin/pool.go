@@ -9,13 +9,17 @@ import (
 // instance is checked out by exactly one call at a time.
 type pool struct {
 	slots  chan struct{} // one token per live-or-starting instance in use
+	stale  func(*instance) bool
 	mu     sync.Mutex
 	idle   []*instance
 	closed bool
 }
 
-func newPool(size int) *pool {
-	return &pool{slots: make(chan struct{}, max(1, size))}
+// newPool returns a pool of at most size live instances. An instance for
+// which stale reports true (it started from code since replaced) is
+// closed instead of being handed out or kept.
+func newPool(size int, stale func(*instance) bool) *pool {
+	return &pool{slots: make(chan struct{}, max(1, size)), stale: stale}
 }
 
 // get checks out an idle instance, or starts one with start when none is
@@ -35,9 +39,13 @@ func (pl *pool) get(ctx context.Context, start func(context.Context) (*instance,
 		<-pl.slots
 		return nil, ErrClosed
 	}
-	if n := len(pl.idle); n > 0 {
+	for n := len(pl.idle); n > 0; n-- {
 		in := pl.idle[n-1]
 		pl.idle = pl.idle[:n-1]
+		if pl.stale != nil && pl.stale(in) {
+			in.close()
+			continue
+		}
 		pl.mu.Unlock()
 		return in, nil
 	}
@@ -53,7 +61,7 @@ func (pl *pool) get(ctx context.Context, start func(context.Context) (*instance,
 // put returns an instance; a discarded one is closed.
 func (pl *pool) put(in *instance, discard bool) {
 	pl.mu.Lock()
-	if discard || pl.closed {
+	if discard || pl.closed || (pl.stale != nil && pl.stale(in)) {
 		pl.mu.Unlock()
 		in.close()
 	} else {
@@ -61,6 +69,24 @@ func (pl *pool) put(in *instance, discard bool) {
 		pl.mu.Unlock()
 	}
 	<-pl.slots
+}
+
+// retire closes the idle instances for which stale reports true.
+func (pl *pool) retire(stale func(*instance) bool) {
+	pl.mu.Lock()
+	var keep, drop []*instance
+	for _, in := range pl.idle {
+		if stale(in) {
+			drop = append(drop, in)
+		} else {
+			keep = append(keep, in)
+		}
+	}
+	pl.idle = keep
+	pl.mu.Unlock()
+	for _, in := range drop {
+		in.close()
+	}
 }
 
 // idleCount is the number of idle instances.

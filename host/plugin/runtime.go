@@ -39,6 +39,18 @@ type Runtime struct {
 	// compileSlot is held by the compilation of a module not known to
 	// the disk cache (see compile).
 	compileSlot chan struct{}
+
+	// interp is the interpreter runtime of WithInterpreterFirst, made by
+	// the first load that uses it (see interpreter).
+	interpOnce sync.Once
+	interp     wazero.Runtime
+	interpErr  error
+	// upgrading counts the plugins served by the interpreter that wait
+	// for their compilation (see Plugin.upgrade); Close lets them finish.
+	upgrading counter
+	// finishing is closed when Close starts: compilations waiting to
+	// start (see Load) start at once.
+	finishing chan struct{}
 }
 
 // compileEntry shares one compilation among concurrent loads of the same
@@ -89,6 +101,7 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 		plugins:  map[*Plugin]struct{}{},
 
 		compileSlot: make(chan struct{}, 1),
+		finishing:   make(chan struct{}),
 	}
 	r.closing, r.cancelClosing = context.WithCancel(context.Background())
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.wz); err != nil {
@@ -115,8 +128,26 @@ func (r *Runtime) CacheDir() string { return r.cfg.cacheDir }
 // Known modules, found in the cache, are read in parallel. onCompile, if
 // not nil, is called when this call starts the compilation.
 func (r *Runtime) compile(ctx context.Context, key [32]byte, wasm []byte, known bool, onCompile func()) (wazero.CompiledModule, error) {
+	e, err := r.startCompile(ctx, key, wasm, known, false, onCompile)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-e.done:
+		return e.mod, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// startCompile starts the compilation of compile, or finds the one
+// already running or done, and returns its entry without waiting for it.
+// A closing runtime starts no compilation, except the background ones of
+// plugins on the interpreter (background) until Close stops waiting for
+// them.
+func (r *Runtime) startCompile(ctx context.Context, key [32]byte, wasm []byte, known, background bool, onCompile func()) (*compileEntry, error) {
 	r.mu.Lock()
-	if r.closed {
+	if r.closed && (!background || r.closing.Err() != nil) {
 		r.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -131,12 +162,32 @@ func (r *Runtime) compile(ctx context.Context, key [32]byte, wasm []byte, known 
 	if !ok && onCompile != nil {
 		onCompile()
 	}
-	select {
-	case <-e.done:
-		return e.mod, e.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return e, nil
+}
+
+// interpreter returns the interpreter runtime of WithInterpreterFirst,
+// made on first use with the same memory cap, CloseOnContextDone and host
+// modules as the compiler runtime, and no compilation cache (the
+// interpreter has nothing to cache).
+func (r *Runtime) interpreter(ctx context.Context) (wazero.Runtime, error) {
+	r.interpOnce.Do(func() {
+		rc := wazero.NewRuntimeConfigInterpreter().
+			WithCloseOnContextDone(true).
+			WithMemoryLimitPages(uint32(r.cfg.memoryLimit / 65536))
+		wz := wazero.NewRuntimeWithConfig(ctx, rc)
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, wz); err != nil {
+			_ = wz.Close(ctx)
+			r.interpErr = fmt.Errorf("plugin runtime: interpreter: WASI: %w", err)
+			return
+		}
+		if err := instantiateHostModule(ctx, wz); err != nil {
+			_ = wz.Close(ctx)
+			r.interpErr = fmt.Errorf("plugin runtime: interpreter: weir host module: %w", err)
+			return
+		}
+		r.interp = wz
+	})
+	return r.interp, r.interpErr
 }
 
 // compileDeadlineError is the error of a compilation that outlived the
@@ -217,6 +268,30 @@ func (r *Runtime) forget(key [32]byte) {
 	r.mu.Unlock()
 }
 
+// WaitCompiled waits until the plugins loaded on the interpreter
+// (WithInterpreterFirst) so far have moved to their compiled modules, or
+// their compilations failed, or ctx ends.
+func (r *Runtime) WaitCompiled(ctx context.Context) error {
+	select {
+	case <-r.upgrading.zero():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Compiling reports whether a plugin served by the interpreter
+// (WithInterpreterFirst) still waits for its compiled module, which
+// Close would wait for.
+func (r *Runtime) Compiling() bool {
+	select {
+	case <-r.upgrading.zero():
+		return false
+	default:
+		return true
+	}
+}
+
 // Close closes every plugin and the runtime. The disk cache stays.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
@@ -234,9 +309,65 @@ func (r *Runtime) Close(ctx context.Context) error {
 	for _, p := range plugins {
 		errs = append(errs, p.Close(ctx))
 	}
+	// Compilations of modules loaded on the interpreter finish first, so
+	// that the cache holds them for the next process, unless ctx ends.
+	close(r.finishing)
+	upgraded := r.upgrading.zero()
+	select {
+	case <-upgraded:
+	case <-ctx.Done():
+	}
 	// A compilation finishing after the cache closed would write to it.
+	// Under r.mu: startCompile starts none after this (compiling.Add
+	// happens before compiling.Wait).
+	r.mu.Lock()
 	r.cancelClosing()
+	r.mu.Unlock()
 	r.compiling.Wait()
+	<-upgraded
 	errs = append(errs, r.wz.Close(ctx), r.cache.Close(ctx))
+	r.interpOnce.Do(func() {}) // waits for one being made; no later load makes one
+	if r.interp != nil {
+		errs = append(errs, r.interp.Close(ctx))
+	}
 	return errors.Join(errs...)
+}
+
+// counter counts work in progress; zero returns a channel closed when the
+// count is zero. Unlike a sync.WaitGroup, it may be waited on while work
+// is added.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	done chan struct{} // closed when n reaches 0; nil while n is 0
+}
+
+func (c *counter) add() {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.done = make(chan struct{})
+	}
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *counter) finish() {
+	c.mu.Lock()
+	c.n--
+	if c.n == 0 {
+		close(c.done)
+		c.done = nil
+	}
+	c.mu.Unlock()
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (c *counter) zero() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		return closedChan
+	}
+	return c.done
 }

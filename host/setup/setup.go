@@ -40,6 +40,12 @@ type Options struct {
 	// it may be called concurrently. A program uses it to say why a start
 	// is slow.
 	OnCompile func(plugin string)
+	// InterpreterFirst serves a plugin whose module the cache does not
+	// hold from wazero's interpreter while it compiles in the background
+	// (plugin.WithInterpreterFirst): a first start takes about a second
+	// instead of several. Close then waits for the compilations so the
+	// cache holds them; Compiling says whether it will.
+	InterpreterFirst bool
 	// Logger receives the logs of the plugin runtime, the plugins (as
 	// config.PluginLogger names them) and, unless host.Config sets its own,
 	// the agents; nil discards the plugins' logs and leaves the agents'
@@ -138,6 +144,9 @@ func (h *Host) load(ctx context.Context) error {
 		plugin.WithLogger(h.log), plugin.WithCacheDir(h.opts.CacheDir)}
 	if h.opts.OnCompile != nil {
 		ropts = append(ropts, plugin.WithCompileHook(h.opts.OnCompile))
+	}
+	if h.opts.InterpreterFirst {
+		ropts = append(ropts, plugin.WithInterpreterFirst(true))
 	}
 	rt, err := plugin.NewRuntime(ctx, ropts...)
 	if err != nil {
@@ -442,6 +451,10 @@ func (h *Host) Close(ctx context.Context) error {
 	h.mu.Unlock()
 	return h.closePlugins(ctx)
 }
+
+// Compiling reports whether a plugin module still compiles in the
+// background (Options.InterpreterFirst): Close waits for it.
+func (h *Host) Compiling() bool { return h.rt != nil && h.rt.Compiling() }
 
 func (h *Host) closePlugins(ctx context.Context) error {
 	var errs []error
