@@ -41,6 +41,12 @@ type Meter struct {
 	lastAt       int64             // next when last was taken
 	lastTotal    int64             // total of the latest totals-only measurement
 	lastTotalAt  int64             // next when lastTotal was taken
+	// wantTotals makes flush ask the last batch for the totals-only
+	// measurement (abi.ObserveRequest.MeasureTotals); totals is the answer,
+	// of the events before totalsAt, when the plugin gave one.
+	wantTotals bool
+	totals     *abi.Measurement
+	totalsAt   int64
 	br           breaker
 	c            *cache
 	buf          []byte
@@ -61,9 +67,11 @@ func NewMeter(p *plugin.Plugin, s *host.Session, opts ...Option) (*Meter, error)
 	if o.batch <= 0 {
 		o.batch = DefaultObserveBatch
 	}
-	return &Meter{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByMeter), c: newCache(), lastAt: -1, lastTotalAt: -1,
+	return &Meter{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByMeter), c: newCache(), lastAt: -1, lastTotalAt: -1, totalsAt: -1,
 		warm: s != nil && p.Description().WarmState}, nil
 }
+
+var emptyData = []byte("{}")
 
 // stateKeys hands out state keys: one process never gives one key to two
 // states.
@@ -193,6 +201,7 @@ func (m *Meter) flush(ctx context.Context) error {
 			n++
 		}
 		req := m.observeRequest(m.pending[:n])
+		req.MeasureTotals = m.wantTotals && n == len(m.pending)
 		if m.warm {
 			req.NextStateKey = stateKeys.Add(1)
 			// A call from the blob returns the blob: so every replay after
@@ -235,6 +244,10 @@ func (m *Meter) flush(ctx context.Context) error {
 			m.key = 0 // cold: the next call goes from this blob too
 		}
 		m.next += int64(n)
+		if res.HasTotals && req.MeasureTotals {
+			t := res.Totals
+			m.totals, m.totalsAt = &t, m.next
+		}
 		m.pending = m.pending[n:]
 		m.pendingBytes -= size + 64*n
 	}
@@ -264,7 +277,8 @@ func (m *Meter) rewind() error {
 }
 
 // observeRequest encodes events as the plugin sees them: seq, type and the
-// event's JSON line.
+// event's JSON line, with its data and surface op apart (minor 2), so a
+// guest need not parse the line for them.
 func (m *Meter) observeRequest(evs []surface.Event) *abi.ObserveRequest {
 	m.buf = m.buf[:0]
 	ends := make([]int, len(evs))
@@ -275,7 +289,19 @@ func (m *Meter) observeRequest(evs []surface.Event) *abi.ObserveRequest {
 	m.events = m.events[:0]
 	start := 0
 	for i := range evs {
-		m.events = append(m.events, abi.Event{Seq: evs[i].Seq, Type: evs[i].Type, JSON: m.buf[start:ends[i]]})
+		e := &evs[i]
+		ev := abi.Event{Seq: e.Seq, Type: e.Type, JSON: m.buf[start:ends[i]], Data: e.Data, HasData: true}
+		if len(ev.Data) == 0 {
+			ev.Data = emptyData // as the line has it
+		}
+		switch e.Op.Kind {
+		case surface.OpAppend:
+			ev.SurfaceOp = uint32(abi.IntentAppend)
+		case surface.OpReplace:
+			ev.SurfaceOp = uint32(abi.IntentReplace)
+			ev.ReplaceStartSeq, ev.ReplaceEndSeq = e.Op.Start, e.Op.End
+		}
+		m.events = append(m.events, ev)
 		start = ends[i]
 	}
 	return &abi.ObserveRequest{State: m.state, Events: m.events}
@@ -331,7 +357,12 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly 
 			return nil, err
 		}
 	}
-	if err := m.flush(ctx); err != nil {
+	// A totals-only measurement under the logged header comes with the
+	// last observe batch when the plugin answers it there: one call.
+	m.wantTotals = totalsOnly && header == nil
+	err := m.flush(ctx)
+	m.wantTotals = false
+	if err != nil {
 		return nil, err
 	}
 	if header == nil && m.last != nil && m.lastAt == m.next {
@@ -348,7 +379,14 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly 
 		}
 		req.HeaderOverride, req.HasHeaderOverride = b, true
 	}
-	res, err := m.p.Measure(ctx, m.host(), req)
+	var res *abi.Measurement
+	call := abi.MethodMeterMeasure
+	if totalsOnly && header == nil && m.totals != nil && m.totalsAt == m.next {
+		res, call = m.totals, abi.MethodMeterObserve
+	} else {
+		res, err = m.p.Measure(ctx, m.host(), req)
+	}
+	m.totals = nil
 	if errors.Is(err, plugin.ErrStateUnknown) && req.StateKey != 0 {
 		// The instance does not hold the state: fold again from the blob.
 		if err = m.rewind(); err != nil {
@@ -370,7 +408,7 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly 
 			err = host.ValidateMeasurement(out)
 		}
 		if err != nil {
-			err = fmt.Errorf("plugin %q: call meter.measure: %w", m.p.Name(), err)
+			err = fmt.Errorf("plugin %q: call %s: %w", m.p.Name(), call, err)
 		}
 	}
 	if err != nil {
