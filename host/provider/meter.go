@@ -27,7 +27,7 @@ type Meter struct {
 	// and the adapter has a session to replay from. key, when not 0, names
 	// the state of the events before next, which an instance may hold in
 	// memory; the blob may lag behind it (blobNext <= next) by at most
-	// maxUnsaved events, which a new instance replays from the log.
+	// unsaved() events, which a new instance replays from the log.
 	warm     bool
 	key      int64
 	blobNext int64
@@ -78,9 +78,25 @@ var emptyData = []byte("{}")
 var stateKeys atomic.Int64
 
 // maxUnsaved is how many events the warm state may run ahead of the
-// durable blob; past it the plugin must return the blob. It bounds the
-// replay after a miss.
+// durable blob on a small surface; past it the plugin must return the
+// blob. It bounds the replay after a miss.
 const maxUnsaved = 256
+
+// unsavedPerNode: on a larger surface the warm state may run ahead by one
+// event per unsavedPerNode surface nodes. Writing the blob costs O(surface)
+// in the guest; spacing the writes in proportion keeps its share of a step
+// constant, and a replay after a miss stays about the cost of restoring
+// the blob itself.
+const unsavedPerNode = 8
+
+// unsaved is how many events the warm state may run ahead of the blob.
+func (m *Meter) unsaved() int64 {
+	n := int64(maxUnsaved)
+	if m.s != nil {
+		n = max(n, int64(m.s.Log().NodeCount()/unsavedPerNode))
+	}
+	return n
+}
 
 // coldAfterMiss is how many observe calls after a miss go from the blob
 // and return it, as without state keys: a session whose warm state keeps
@@ -208,7 +224,7 @@ func (m *Meter) flush(ctx context.Context) error {
 			// a miss moves the blob forward.
 			if m.key != 0 {
 				req.StateKey, req.State = m.key, nil
-				req.StateOptional = m.next+int64(n)-m.blobNext <= maxUnsaved
+				req.StateOptional = m.next+int64(n)-m.blobNext <= m.unsaved()
 			}
 			if m.cold > 0 {
 				m.cold--
