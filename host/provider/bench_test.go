@@ -392,11 +392,33 @@ func BenchmarkStep(b *testing.B) {
 // host work without plugins and is not timed. Run with
 //
 //	go test -run XXX -bench BenchmarkResume -benchtime 20x ./host/provider
+//
+// wasm-cache is wasm with a provider.DirStateCache: the meter starts from
+// the blob the warm-up left for the session instead of folding the log.
 func BenchmarkResume(b *testing.B) {
 	events := history(b, 1_000, 5_000)
-	for _, v := range stepSets {
+	cache := &provider.DirStateCache{Dir: b.TempDir()}
+	warm := false
+	cached := func(tb testing.TB, s *host.Session) providers {
+		p := firstPartyProviders(tb, s)
+		c := provider.StateCache(cache)
+		if warm {
+			c = readOnlyCache{cache} // every iteration resumes the warm-up's log
+		}
+		m, err := firstPartySet.met.Meter(s, provider.WithStateCache(c))
+		require.NoError(tb, err)
+		p.meter = m
+		return p
+	}
+	sets := append(stepSets[:1:1], struct {
+		name string
+		set  providerSet
+	}{"wasm-cache", cached}, stepSets[1])
+	for _, v := range sets {
 		b.Run(v.name, func(b *testing.B) {
-			newStepBench(b, events, v.set) // load and warm the plugins
+			warm = false
+			newStepBench(b, events, v.set) // load and warm the plugins (and fill the cache)
+			warm = true
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()

@@ -47,10 +47,14 @@ type Meter struct {
 	wantTotals bool
 	totals     *abi.Measurement
 	totalsAt   int64
-	br           breaker
-	c            *cache
-	buf          []byte
-	events       []abi.Event
+	// wantBlob makes flush ask the last batch for the blob (the end of a
+	// turn, with a StateCache); adopted tells the cache was consulted.
+	wantBlob bool
+	adopted  bool
+	br       breaker
+	c        *cache
+	buf      []byte
+	events   []abi.Event
 }
 
 var _ host.Meter = (*Meter)(nil)
@@ -159,6 +163,7 @@ func (m *Meter) Observe(events []surface.Event) error {
 	if m.br.open {
 		return nil
 	}
+	m.adopt()
 	var err error
 	for i := range events {
 		want := m.next + int64(len(m.pending))
@@ -175,6 +180,13 @@ func (m *Meter) Observe(events []surface.Event) error {
 		// After a failed batch the rest is only queued, for the next try.
 		if err == nil && !m.br.open && (m.pendingBytes >= m.o.batch || len(m.pending) >= MaxObserveEvents) {
 			err = m.flush(context.Background())
+		}
+		if err == nil && !m.br.open && m.o.cache != nil && e.Type == surface.TypeTurnEnd && i == len(events)-1 {
+			// The end of a turn, often of a process: leave the cache a
+			// blob of everything so far.
+			m.wantBlob = true
+			err = m.flush(context.Background())
+			m.wantBlob = false
 		}
 	}
 	if m.br.open {
@@ -224,7 +236,7 @@ func (m *Meter) flush(ctx context.Context) error {
 			// a miss moves the blob forward.
 			if m.key != 0 {
 				req.StateKey, req.State = m.key, nil
-				req.StateOptional = m.next+int64(n)-m.blobNext <= m.unsaved()
+				req.StateOptional = m.next+int64(n)-m.blobNext <= m.unsaved() && !(m.wantBlob && n == len(m.pending))
 			}
 			if m.cold > 0 {
 				m.cold--
@@ -255,6 +267,7 @@ func (m *Meter) flush(ctx context.Context) error {
 		m.key = req.NextStateKey
 		if !res.StateKept {
 			m.state, m.blobNext = state, m.next+int64(n)
+			m.store()
 		}
 		if m.cold > 0 {
 			m.key = 0 // cold: the next call goes from this blob too
@@ -368,6 +381,7 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly 
 	if m.br.open {
 		return nil, fmt.Errorf("token meter %q: %w", m.p.Name(), ErrDisabled)
 	}
+	m.adopt()
 	if m.s != nil {
 		if err := m.catchUp(m.s.Log().NextSeq()); err != nil {
 			return nil, err
