@@ -145,7 +145,13 @@ func (set *pluginSet) forSession(s *host.Session) (*providers, error) {
 			}
 			out.compactors = append(out.compactors, c)
 		case provider.RoleTokenMeter:
-			m, err := p.Meter(s)
+			var opts []provider.Option
+			if dir := set.rt.CacheDir(); dir != "" {
+				// The meter's blobs inside the compilation cache: a resumed
+				// session starts from its blob instead of folding its log.
+				opts = append(opts, provider.WithStateCache(&provider.DirStateCache{Dir: filepath.Join(dir, "meter-state")}))
+			}
+			m, err := p.Meter(s, opts...)
 			if err != nil {
 				return nil, err
 			}
