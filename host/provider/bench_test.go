@@ -385,7 +385,7 @@ func BenchmarkStep(b *testing.B) {
 }
 
 // BenchmarkResume measures the first step of a process that resumes a
-// session of 1,000 surface nodes and 5,000 events: the providers are new
+// session of 1,000 surface nodes and about 3,000 events: the providers are new
 // (as in a new process; the plugin instances are warm, as after the first
 // session of a process), the agent hands the meter the whole log, and the
 // first pre-step compaction and render run. Restoring the log itself is
