@@ -150,18 +150,46 @@ func (d *dispatcher) meterObserve(in []byte) []byte {
 		return d.fail(abi.StatusBadRequest, err.Error())
 	}
 	state, err := m.Observe(&d.host, &d.observe)
-	if errors.Is(err, ErrStateKept) && d.observe.StateOptional {
-		res := abi.ObserveResult{StateKept: true}
-		return d.ok(res.Encode)
-	}
-	if errors.Is(err, ErrStateUnknown) {
+	var res abi.ObserveResult
+	switch {
+	case errors.Is(err, ErrStateKept) && d.observe.StateOptional:
+		res.StateKept = true
+	case errors.Is(err, ErrStateUnknown):
 		return d.fail(abi.StatusStateUnknown, err.Error())
-	}
-	if err != nil {
+	case err != nil:
 		return d.fail(abi.StatusPluginError, err.Error())
+	default:
+		res.State = state
 	}
-	res := abi.ObserveResult{State: state}
+	if d.observe.MeasureTotals {
+		d.totals(m, &res)
+	}
 	return d.ok(res.Encode)
+}
+
+// totals answers ObserveRequest.MeasureTotals (minor 2): the totals-only
+// measurement of the state the observe call made, from the state it kept
+// under NextStateKey, else from the blob it returned. A measurement that
+// fails is left out: the host then asks meter.measure, which reports the
+// failure.
+func (d *dispatcher) totals(m TokenMeter, res *abi.ObserveResult) {
+	req := &d.measure
+	*req = abi.MeasureRequest{TotalsOnly: true}
+	var (
+		got *Measurement
+		err error
+	)
+	if key := d.observe.NextStateKey; key != 0 {
+		req.StateKey = key
+		got, err = m.Measure(&d.host, req)
+	}
+	if (req.StateKey == 0 || errors.Is(err, ErrStateUnknown)) && !res.StateKept {
+		*req = abi.MeasureRequest{TotalsOnly: true, State: res.State}
+		got, err = m.Measure(&d.host, req)
+	}
+	if err == nil && got != nil {
+		res.Totals, res.HasTotals = *got, true
+	}
 }
 
 func (d *dispatcher) meterMeasure(in []byte) []byte {

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/provider"
 	"github.com/weirhost/weir/host/setup"
 )
 
@@ -48,8 +49,14 @@ func newHost(ctx context.Context, e *env, cfg *config.Config, route *setup.Route
 			}
 		})
 	}
-	return setup.New(ctx, cfg, &setup.Options{Route: route, CacheDir: dir, OnCompile: announce, InterpreterFirst: true,
-		Logger: log, PluginConfig: pluginConfig, Workdir: workdir()})
+	opts := &setup.Options{Route: route, CacheDir: dir, OnCompile: announce, InterpreterFirst: true,
+		Logger: log, PluginConfig: pluginConfig, Workdir: workdir()}
+	if dir != "" {
+		// The meter's state blobs beside the compiled code: a resumed
+		// session starts its meter from its blob instead of its log.
+		opts.MeterState = &provider.DirStateCache{Dir: filepath.Join(dir, "meter-state")}
+	}
+	return setup.New(ctx, cfg, opts)
 }
 
 // closeHost closes h, saying so first when it has to wait for plugin

@@ -385,18 +385,40 @@ func BenchmarkStep(b *testing.B) {
 }
 
 // BenchmarkResume measures the first step of a process that resumes a
-// session of 1,000 surface nodes and 5,000 events: the providers are new
+// session of 1,000 surface nodes and about 3,000 events: the providers are new
 // (as in a new process; the plugin instances are warm, as after the first
 // session of a process), the agent hands the meter the whole log, and the
 // first pre-step compaction and render run. Restoring the log itself is
 // host work without plugins and is not timed. Run with
 //
 //	go test -run XXX -bench BenchmarkResume -benchtime 20x ./host/provider
+//
+// wasm-cache is wasm with a provider.DirStateCache: the meter starts from
+// the blob the warm-up left for the session instead of folding the log.
 func BenchmarkResume(b *testing.B) {
 	events := history(b, 1_000, 5_000)
-	for _, v := range stepSets {
+	cache := &provider.DirStateCache{Dir: b.TempDir()}
+	warm := false
+	cached := func(tb testing.TB, s *host.Session) providers {
+		p := firstPartyProviders(tb, s)
+		c := provider.StateCache(cache)
+		if warm {
+			c = readOnlyCache{cache} // every iteration resumes the warm-up's log
+		}
+		m, err := firstPartySet.met.Meter(s, provider.WithStateCache(c))
+		require.NoError(tb, err)
+		p.meter = m
+		return p
+	}
+	sets := append(stepSets[:1:1], struct {
+		name string
+		set  providerSet
+	}{"wasm-cache", cached}, stepSets[1])
+	for _, v := range sets {
 		b.Run(v.name, func(b *testing.B) {
-			newStepBench(b, events, v.set) // load and warm the plugins
+			warm = false
+			newStepBench(b, events, v.set) // load and warm the plugins (and fill the cache)
+			warm = true
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()

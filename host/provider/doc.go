@@ -22,7 +22,10 @@
 //     only once the log shows them admitted.
 //   - Meter hands newly committed events (seq, type, the event's JSON) to
 //     meter.observe in batches and converts meter.measure's answer to a
-//     host.Measurement. Its state blob is kept per session.
+//     host.Measurement. Its state blob is kept per session; with a
+//     StateCache (WithStateCache) it is also kept outside the log between
+//     processes, so a resumed session starts from its latest blob instead
+//     of folding the whole log into the plugin.
 //
 // Per-step cost does not grow with the log: requests never carry event
 // history. A plugin reads what it needs through the host imports, which

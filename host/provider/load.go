@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -111,6 +112,9 @@ type Plugin struct {
 	role  Role
 	opts  []Option
 	state int // the state limit, for the adapters' own check
+	// fingerprint of the module and configuration, for StateCache
+	// entries; computed on first need.
+	fingerprint func() []byte
 }
 
 // Load validates spec, loads the module into rt and checks that it
@@ -144,7 +148,9 @@ func Load(ctx context.Context, rt *plugin.Runtime, spec Spec, opts ...Option) (*
 	if state <= 0 {
 		state = plugin.DefaultStateLimit
 	}
-	return &Plugin{p: p, role: spec.Role, opts: opts, state: state}, nil
+	wasm, config := spec.Wasm, spec.Config
+	return &Plugin{p: p, role: spec.Role, opts: opts, state: state,
+		fingerprint: sync.OnceValue(func() []byte { return fingerprint(wasm, config) })}, nil
 }
 
 // checkRole reports a plugin that does not provide role.
@@ -197,10 +203,12 @@ func (p *Plugin) Compaction() (*Compaction, error) {
 	return NewCompaction(p.p, append([]Option{WithStateLimit(p.state)}, p.opts...)...)
 }
 
-// Meter returns the token meter of session s (see NewMeter).
-func (p *Plugin) Meter(s *host.Session) (*Meter, error) {
+// Meter returns the token meter of session s (see NewMeter); opts apply
+// after the ones given to Load.
+func (p *Plugin) Meter(s *host.Session, opts ...Option) (*Meter, error) {
 	if p.role != RoleTokenMeter {
 		return nil, p.wrongRole(RoleTokenMeter)
 	}
-	return NewMeter(p.p, s, append([]Option{WithStateLimit(p.state)}, p.opts...)...)
+	opts = append(append([]Option{WithStateLimit(p.state), withFingerprint(p.fingerprint)}, p.opts...), opts...)
+	return NewMeter(p.p, s, opts...)
 }

@@ -27,7 +27,7 @@ type Meter struct {
 	// and the adapter has a session to replay from. key, when not 0, names
 	// the state of the events before next, which an instance may hold in
 	// memory; the blob may lag behind it (blobNext <= next) by at most
-	// maxUnsaved events, which a new instance replays from the log.
+	// unsaved() events, which a new instance replays from the log.
 	warm     bool
 	key      int64
 	blobNext int64
@@ -41,10 +41,20 @@ type Meter struct {
 	lastAt       int64             // next when last was taken
 	lastTotal    int64             // total of the latest totals-only measurement
 	lastTotalAt  int64             // next when lastTotal was taken
-	br           breaker
-	c            *cache
-	buf          []byte
-	events       []abi.Event
+	// wantTotals makes flush ask the last batch for the totals-only
+	// measurement (abi.ObserveRequest.MeasureTotals); totals is the answer,
+	// of the events before totalsAt, when the plugin gave one.
+	wantTotals bool
+	totals     *abi.Measurement
+	totalsAt   int64
+	// wantBlob makes flush ask the last batch for the blob (the end of a
+	// turn, with a StateCache); adopted tells the cache was consulted.
+	wantBlob bool
+	adopted  bool
+	br       breaker
+	c        *cache
+	buf      []byte
+	events   []abi.Event
 }
 
 var _ host.Meter = (*Meter)(nil)
@@ -61,18 +71,36 @@ func NewMeter(p *plugin.Plugin, s *host.Session, opts ...Option) (*Meter, error)
 	if o.batch <= 0 {
 		o.batch = DefaultObserveBatch
 	}
-	return &Meter{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByMeter), c: newCache(), lastAt: -1, lastTotalAt: -1,
+	return &Meter{p: p, s: s, o: o, br: newBreaker(&o, p.Name(), host.ByMeter), c: newCache(), lastAt: -1, lastTotalAt: -1, totalsAt: -1,
 		warm: s != nil && p.Description().WarmState}, nil
 }
+
+var emptyData = []byte("{}")
 
 // stateKeys hands out state keys: one process never gives one key to two
 // states.
 var stateKeys atomic.Int64
 
 // maxUnsaved is how many events the warm state may run ahead of the
-// durable blob; past it the plugin must return the blob. It bounds the
-// replay after a miss.
+// durable blob on a small surface; past it the plugin must return the
+// blob. It bounds the replay after a miss.
 const maxUnsaved = 256
+
+// unsavedPerNode: on a larger surface the warm state may run ahead by one
+// event per unsavedPerNode surface nodes. Writing the blob costs O(surface)
+// in the guest; spacing the writes in proportion keeps its share of a step
+// constant, and a replay after a miss stays about the cost of restoring
+// the blob itself.
+const unsavedPerNode = 8
+
+// unsaved is how many events the warm state may run ahead of the blob.
+func (m *Meter) unsaved() int64 {
+	n := int64(maxUnsaved)
+	if m.s != nil {
+		n = max(n, int64(m.s.Log().NodeCount()/unsavedPerNode))
+	}
+	return n
+}
 
 // coldAfterMiss is how many observe calls after a miss go from the blob
 // and return it, as without state keys: a session whose warm state keeps
@@ -135,6 +163,7 @@ func (m *Meter) Observe(events []surface.Event) error {
 	if m.br.open {
 		return nil
 	}
+	m.adopt()
 	var err error
 	for i := range events {
 		want := m.next + int64(len(m.pending))
@@ -151,6 +180,13 @@ func (m *Meter) Observe(events []surface.Event) error {
 		// After a failed batch the rest is only queued, for the next try.
 		if err == nil && !m.br.open && (m.pendingBytes >= m.o.batch || len(m.pending) >= MaxObserveEvents) {
 			err = m.flush(context.Background())
+		}
+		if err == nil && !m.br.open && m.o.cache != nil && e.Type == surface.TypeTurnEnd && i == len(events)-1 {
+			// The end of a turn, often of a process: leave the cache a
+			// blob of everything so far.
+			m.wantBlob = true
+			err = m.flush(context.Background())
+			m.wantBlob = false
 		}
 	}
 	if m.br.open {
@@ -193,13 +229,14 @@ func (m *Meter) flush(ctx context.Context) error {
 			n++
 		}
 		req := m.observeRequest(m.pending[:n])
+		req.MeasureTotals = m.wantTotals && n == len(m.pending)
 		if m.warm {
 			req.NextStateKey = stateKeys.Add(1)
 			// A call from the blob returns the blob: so every replay after
 			// a miss moves the blob forward.
 			if m.key != 0 {
 				req.StateKey, req.State = m.key, nil
-				req.StateOptional = m.next+int64(n)-m.blobNext <= maxUnsaved
+				req.StateOptional = m.next+int64(n)-m.blobNext <= m.unsaved() && !(m.wantBlob && n == len(m.pending))
 			}
 			if m.cold > 0 {
 				m.cold--
@@ -230,11 +267,16 @@ func (m *Meter) flush(ctx context.Context) error {
 		m.key = req.NextStateKey
 		if !res.StateKept {
 			m.state, m.blobNext = state, m.next+int64(n)
+			m.store()
 		}
 		if m.cold > 0 {
 			m.key = 0 // cold: the next call goes from this blob too
 		}
 		m.next += int64(n)
+		if res.HasTotals && req.MeasureTotals {
+			t := res.Totals
+			m.totals, m.totalsAt = &t, m.next
+		}
 		m.pending = m.pending[n:]
 		m.pendingBytes -= size + 64*n
 	}
@@ -264,7 +306,8 @@ func (m *Meter) rewind() error {
 }
 
 // observeRequest encodes events as the plugin sees them: seq, type and the
-// event's JSON line.
+// event's JSON line, with its data and surface op apart (minor 2), so a
+// guest need not parse the line for them.
 func (m *Meter) observeRequest(evs []surface.Event) *abi.ObserveRequest {
 	m.buf = m.buf[:0]
 	ends := make([]int, len(evs))
@@ -275,7 +318,19 @@ func (m *Meter) observeRequest(evs []surface.Event) *abi.ObserveRequest {
 	m.events = m.events[:0]
 	start := 0
 	for i := range evs {
-		m.events = append(m.events, abi.Event{Seq: evs[i].Seq, Type: evs[i].Type, JSON: m.buf[start:ends[i]]})
+		e := &evs[i]
+		ev := abi.Event{Seq: e.Seq, Type: e.Type, JSON: m.buf[start:ends[i]], Data: e.Data, HasData: true}
+		if len(ev.Data) == 0 {
+			ev.Data = emptyData // as the line has it
+		}
+		switch e.Op.Kind {
+		case surface.OpAppend:
+			ev.SurfaceOp = uint32(abi.IntentAppend)
+		case surface.OpReplace:
+			ev.SurfaceOp = uint32(abi.IntentReplace)
+			ev.ReplaceStartSeq, ev.ReplaceEndSeq = e.Op.Start, e.Op.End
+		}
+		m.events = append(m.events, ev)
 		start = ends[i]
 	}
 	return &abi.ObserveRequest{State: m.state, Events: m.events}
@@ -326,12 +381,18 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly 
 	if m.br.open {
 		return nil, fmt.Errorf("token meter %q: %w", m.p.Name(), ErrDisabled)
 	}
+	m.adopt()
 	if m.s != nil {
 		if err := m.catchUp(m.s.Log().NextSeq()); err != nil {
 			return nil, err
 		}
 	}
-	if err := m.flush(ctx); err != nil {
+	// A totals-only measurement under the logged header comes with the
+	// last observe batch when the plugin answers it there: one call.
+	m.wantTotals = totalsOnly && header == nil
+	err := m.flush(ctx)
+	m.wantTotals = false
+	if err != nil {
 		return nil, err
 	}
 	if header == nil && m.last != nil && m.lastAt == m.next {
@@ -348,7 +409,14 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly 
 		}
 		req.HeaderOverride, req.HasHeaderOverride = b, true
 	}
-	res, err := m.p.Measure(ctx, m.host(), req)
+	var res *abi.Measurement
+	call := abi.MethodMeterMeasure
+	if totalsOnly && header == nil && m.totals != nil && m.totalsAt == m.next {
+		res, call = m.totals, abi.MethodMeterObserve
+	} else {
+		res, err = m.p.Measure(ctx, m.host(), req)
+	}
+	m.totals = nil
 	if errors.Is(err, plugin.ErrStateUnknown) && req.StateKey != 0 {
 		// The instance does not hold the state: fold again from the blob.
 		if err = m.rewind(); err != nil {
@@ -370,7 +438,7 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly 
 			err = host.ValidateMeasurement(out)
 		}
 		if err != nil {
-			err = fmt.Errorf("plugin %q: call meter.measure: %w", m.p.Name(), err)
+			err = fmt.Errorf("plugin %q: call %s: %w", m.p.Name(), call, err)
 		}
 	}
 	if err != nil {

@@ -61,6 +61,9 @@ type options struct {
 	window     int64
 	stateLimit int
 	batch      int
+	cache      StateCache
+	// fingerprint of the plugin for cache entries (Plugin.Meter sets it).
+	fingerprint func() []byte
 }
 
 // Option configures an adapter.

@@ -46,6 +46,11 @@ type Options struct {
 	// instead of several. Close then waits for the compilations so the
 	// cache holds them; Compiling says whether it will.
 	InterpreterFirst bool
+	// MeterState keeps the token meter's state between processes
+	// (provider.WithStateCache; provider.DirStateCache keeps it in a
+	// folder), so that a session resumed by a new process starts its meter
+	// from there instead of folding its whole log. nil keeps nothing.
+	MeterState provider.StateCache
 	// Logger receives the logs of the plugin runtime, the plugins (as
 	// config.PluginLogger names them) and, unless host.Config sets its own,
 	// the agents; nil discards the plugins' logs and leaves the agents'
@@ -309,7 +314,11 @@ func (h *Host) Providers(s *host.Session) (*Providers, error) {
 		p.Compactors = append(p.Compactors, c)
 	}
 	if h.meter != nil {
-		m, err := h.meter.Meter(s)
+		var opts []provider.Option
+		if h.opts.MeterState != nil {
+			opts = append(opts, provider.WithStateCache(h.opts.MeterState))
+		}
+		m, err := h.meter.Meter(s, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -72,17 +73,37 @@ func (t *tokenMeter) Observe(h *sdk.Host, req *sdk.ObserveRequest) ([]byte, erro
 	}
 	m, c := w.m, w.c
 	// The events live as long as this call, unless the meter is kept warm.
-	dec := surface.Decoder{Alias: req.NextStateKey == 0}
+	keep := req.NextStateKey != 0
+	dec := surface.Decoder{Alias: !keep}
 	for _, in := range req.Events {
 		var err error
-		if in.Type != "" && meter.Inert(in.Type) {
+		switch {
+		case in.HasData && in.Type != "" && in.Seq < m.Revision():
+			continue // already folded
+		case in.HasData && in.Type != "" && meter.Inert(in.Type):
+			err = m.Skip(in.Seq, in.Type)
+		case in.HasData && in.Type != "":
+			// The host sent the parts the meter reads (minor 2): no need
+			// to parse the line.
+			e := surface.Event{Seq: in.Seq, Type: in.Type, Data: in.Data}
+			if keep {
+				e.Data = bytes.Clone(in.Data)
+			}
+			switch abi.IntentKind(in.SurfaceOp) {
+			case abi.IntentAppend:
+				e.Op = surface.Append
+			case abi.IntentReplace:
+				e.Op = surface.Replace(in.ReplaceStartSeq, in.ReplaceEndSeq)
+			}
+			err = m.Observe(e)
+		case in.Type != "" && meter.Inert(in.Type):
 			// Nothing of it is priced: the host's seq and type are enough
 			// (the guest trusts its host, docs/abi.md 4.1).
 			if in.Seq < m.Revision() {
 				continue // already folded
 			}
 			err = m.Skip(in.Seq, in.Type)
-		} else {
+		default:
 			var e surface.Event
 			if e, err = dec.Decode(in.JSON); err != nil {
 				return nil, fmt.Errorf("event seq %d: %w", in.Seq, err)

@@ -10,10 +10,13 @@ import "strconv"
 // cost work: Description.render_on_change and warm_state, state keys on
 // meter requests (ObserveRequest.state_key, next_state_key, state_optional,
 // ObserveResult.state_kept, MeasureRequest.state_key, totals_only),
-// StatusStateUnknown and CompactionResult.idle_below_tokens; and
-// compaction.region (method 35, declared in Description.methods, with
-// CompactionRequest.region_start_seq and region_end_seq) and the event
-// import.
+// StatusStateUnknown and CompactionResult.idle_below_tokens, the parts of
+// an observed event beside its JSON (Event.data, surface_op,
+// replace_start_seq, replace_end_seq) and the totals-only measurement
+// answered with a fold (ObserveRequest.measure_totals,
+// ObserveResult.totals); and compaction.region (method 35, declared in
+// Description.methods, with CompactionRequest.region_start_seq and
+// region_end_seq) and the event import.
 const (
 	Major uint32 = 1
 	Minor uint32 = 2

@@ -584,7 +584,13 @@ func (m *EventData) Decode(b []byte) error {
 func (m *Event) Encode(b []byte) []byte {
 	b = putInt64(b, 1, m.Seq)
 	b = putString(b, 2, m.Type)
-	return putBytes(b, 3, m.JSON)
+	b = putBytes(b, 3, m.JSON)
+	if m.HasData {
+		b = putBytesAlways(b, 4, m.Data)
+	}
+	b = putVarint(b, 5, uint64(m.SurfaceOp))
+	b = putInt64(b, 6, m.ReplaceStartSeq)
+	return putInt64(b, 7, m.ReplaceEndSeq)
 }
 
 // Decode replaces m with the message decoded from b.
@@ -599,6 +605,14 @@ func (m *Event) Decode(b []byte) error {
 			m.Type = d.string()
 		case 3:
 			m.JSON = d.bytes()
+		case 4:
+			m.Data, m.HasData = d.bytesPresent(), true
+		case 5:
+			m.SurfaceOp = d.uint32()
+		case 6:
+			m.ReplaceStartSeq = d.int64()
+		case 7:
+			m.ReplaceEndSeq = d.int64()
 		default:
 			d.skip()
 		}
@@ -617,7 +631,8 @@ func (m *ObserveRequest) Encode(b []byte) []byte {
 	}
 	b = putInt64(b, 3, m.StateKey)
 	b = putInt64(b, 4, m.NextStateKey)
-	return putBool(b, 5, m.StateOptional)
+	b = putBool(b, 5, m.StateOptional)
+	return putBool(b, 6, m.MeasureTotals)
 }
 
 // Decode replaces m with the message decoded from b.
@@ -638,6 +653,8 @@ func (m *ObserveRequest) Decode(b []byte) error {
 			m.NextStateKey = d.int64()
 		case 5:
 			m.StateOptional = d.bool()
+		case 6:
+			m.MeasureTotals = d.bool()
 		default:
 			d.skip()
 		}
@@ -651,7 +668,14 @@ func (m *ObserveRequest) Decode(b []byte) error {
 // Encode appends the wire form of m to b.
 func (m *ObserveResult) Encode(b []byte) []byte {
 	b = putBytes(b, 1, m.State)
-	return putBool(b, 2, m.StateKept)
+	b = putBool(b, 2, m.StateKept)
+	if m.HasTotals {
+		var start int
+		b, start = openMessage(b, 3)
+		b = m.Totals.Encode(b)
+		b = closeMessage(b, start)
+	}
+	return b
 }
 
 // Decode replaces m with the message decoded from b.
@@ -664,6 +688,9 @@ func (m *ObserveResult) Decode(b []byte) error {
 			m.State = d.bytes()
 		case 2:
 			m.StateKept = d.bool()
+		case 3:
+			m.HasTotals = true
+			d.message(m.Totals.Decode)
 		default:
 			d.skip()
 		}

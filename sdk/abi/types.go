@@ -188,6 +188,16 @@ type Event struct {
 	Seq  int64
 	Type string
 	JSON []byte
+	// Data, SurfaceOp, ReplaceStartSeq and ReplaceEndSeq (minor 2) are
+	// parts of JSON the host sends along when HasData: the bytes of the
+	// event's data member and its surface op (an IntentKind: none, append,
+	// replace ReplaceStartSeq..ReplaceEndSeq). A guest that needs no more
+	// reads them instead of parsing JSON.
+	Data            []byte
+	HasData         bool
+	SurfaceOp       uint32
+	ReplaceStartSeq int64
+	ReplaceEndSeq   int64
 }
 
 // ObserveRequest is the input of meter.observe.
@@ -200,6 +210,9 @@ type ObserveRequest struct {
 	StateKey      int64
 	NextStateKey  int64
 	StateOptional bool
+	// MeasureTotals (minor 2) asks for the totals-only measurement of the
+	// new state in ObserveResult.Totals.
+	MeasureTotals bool
 }
 
 // ObserveResult is the result of meter.observe.
@@ -208,6 +221,10 @@ type ObserveResult struct {
 	// StateKept (minor 2): the plugin kept the new state under the
 	// request's NextStateKey and sent no blob.
 	StateKept bool
+	// Totals (minor 2), when HasTotals, is the measurement the request's
+	// MeasureTotals asked for.
+	Totals    Measurement
+	HasTotals bool
 }
 
 // MeasureRequest is the input of meter.measure.

@@ -24,7 +24,17 @@ func HeuristicCount(s string) int {
 func UTF16Len(s string) int {
 	n := 0
 	if utf8.ValidString(s) {
-		for i := 0; i < len(s); i++ {
+		i := 0
+		// Eight ASCII bytes at a time are eight code units: one iteration
+		// instead of eight, which matters most in a WebAssembly guest,
+		// where every loop iteration pays the sandbox's termination check.
+		for ; i+8 <= len(s); i += 8 {
+			if loadString64(s, i)&0x8080808080808080 != 0 {
+				break
+			}
+			n += 8
+		}
+		for ; i < len(s); i++ {
 			c := s[i]
 			// Count lead bytes; a 4-byte lead stands for a surrogate pair.
 			if c < 0x80 || c >= 0xC0 {
@@ -51,4 +61,11 @@ func UTF16Len(s string) int {
 		i += w
 	}
 	return n
+}
+
+// loadString64 reads the eight bytes of s at i, little-endian.
+func loadString64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf16"
 
@@ -49,4 +50,11 @@ func TestHeuristicCount(t *testing.T) {
 		require.Equal(t, tc.want, Heuristic.Count(tc.in), "%q", tc.in)
 	}
 	require.Equal(t, "heuristic", Heuristic.Name())
+}
+
+func TestUTF16LenLongASCIIRuns(t *testing.T) {
+	for _, s := range []string{"", "abcdefg", "abcdefgh", "abcdefghi", strings.Repeat("x", 1000) + "é" + strings.Repeat("y", 13),
+		"é" + strings.Repeat("z", 17), strings.Repeat("ab😀", 9), strings.Repeat("12345678", 3) + "\xff"} {
+		require.Equal(t, len(utf16.Encode([]rune(Sanitize(s)))), UTF16Len(s), "%q", s)
+	}
 }

@@ -65,12 +65,12 @@ type Breakdown struct {
 }
 
 // node is what the meter knows of one surface position besides its
-// prices.
+// prices and content. It holds no pointers, so replacing a range of a
+// long surface moves memory without the collector's write barriers.
 type node struct {
 	kind nodeKind
 	vis  bool // projects to a model message
 	key  contentKey
-	raw  []byte // the content array, to price under another tokenizer
 }
 
 // anchor is the state captured at the latest assistant/message.
@@ -99,6 +99,10 @@ type Meter struct {
 	step   stepRef
 	nodes  []node
 	prices []Node // parallel to nodes; Tokens under route
+	// raw holds the content arrays of surface nodes by seq, to price them
+	// under another tokenizer; a node missing here (a meter restored from
+	// a blob) is loaded through content on first need.
+	raw    map[int64][]byte
 	sumTok int64
 	sums   [kindTool + 1]int64 // Tokens by node kind
 	// lastSys is the position of the last non-empty system node, -1 when
@@ -114,34 +118,35 @@ func New(cfg Config) (*Meter, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Meter{res: res, reassemble: cfg.Reassemble, content: cfg.Content, heur: newPricer(nil), lastSys: -1}
+	m := &Meter{res: res, reassemble: cfg.Reassemble, content: cfg.Content, heur: newPricer(nil), lastSys: -1,
+		raw: map[int64][]byte{}}
 	res.pricers[Heuristic] = m.heur
 	m.route = res.pricer(nil)
 	return m, nil
 }
 
-// load makes sure node i's content is at hand: a meter restored from a
-// state blob loads it through Config.Content on first need.
-func (m *Meter) load(i int) error {
-	n := &m.nodes[i]
-	if n.raw != nil {
-		return nil
+// load returns node i's content: a meter restored from a state blob loads
+// it through Config.Content on first need.
+func (m *Meter) load(i int) ([]byte, error) {
+	seq := m.prices[i].Seq
+	if raw := m.raw[seq]; raw != nil {
+		return raw, nil
 	}
 	if m.content == nil {
-		return errors.New("the meter was restored without contents and has no content source")
+		return nil, errors.New("the meter was restored without contents and has no content source")
 	}
-	raw, err := m.content(m.prices[i].Seq)
+	raw, err := m.content(seq)
 	if errors.Is(err, ErrNoContent) {
-		return err
+		return nil, err
 	}
 	if err != nil {
-		return fmt.Errorf("loading its content: %w", err)
+		return nil, fmt.Errorf("loading its content: %w", err)
 	}
 	if k := jsontext.Value(raw).Kind(); k != '[' {
-		return errors.New("loading its content: the content source did not return a JSON array")
+		return nil, errors.New("loading its content: the content source did not return a JSON array")
 	}
-	n.raw, n.key = raw, keyOf(n.kind, raw)
-	return nil
+	m.raw[seq], m.nodes[i].key = raw, keyOf(m.nodes[i].kind, raw)
+	return raw, nil
 }
 
 // Revision is the seq of the next event the meter folds.
@@ -164,6 +169,7 @@ type change struct {
 	op       surface.OpKind
 	from, to int
 	node     node
+	raw      []byte // the node's content
 	price    Node
 	anchor   *anchor
 }
@@ -230,7 +236,8 @@ func (m *Meter) plan(e *surface.Event) (*change, *Error) {
 		if c.route != m.route {
 			c.retok = make([]int64, len(m.nodes))
 			for i := range m.nodes {
-				if err := m.load(i); errors.Is(err, ErrNoContent) {
+				raw, err := m.load(i)
+				if errors.Is(err, ErrNoContent) {
 					c.retok[i] = m.prices[i].Tokens // shadowed by an event still to come
 					continue
 				} else if err != nil {
@@ -240,7 +247,7 @@ func (m *Meter) plan(e *surface.Event) (*change, *Error) {
 				}
 				n := &m.nodes[i]
 				var perr error
-				if c.retok[i], perr = c.route.node(n.key, n.kind, &lazyBlocks{raw: n.raw}); perr != nil {
+				if c.retok[i], perr = c.route.node(n.key, n.kind, &lazyBlocks{raw: raw}); perr != nil {
 					return nil, errorf(e, "surface node %d (seq %d): %v", i, m.prices[i].Seq, perr)
 				}
 			}
@@ -289,6 +296,7 @@ func (m *Meter) plan(e *surface.Event) (*change, *Error) {
 	if c.node, c.price, err = m.price(e, &d); err != nil {
 		return nil, err
 	}
+	c.raw = d.content
 	if k == kindAssistant {
 		if !m.open {
 			return nil, errorf(e, "assistant/message names turn %d step %d, but no step is open", d.at.turn, d.at.step)
@@ -346,7 +354,7 @@ func (m *Meter) position(seq int64) int {
 
 // price prices a surface event's node under the estimator and the route.
 func (m *Meter) price(e *surface.Event, d *surfaceData) (node, Node, *Error) {
-	n := node{kind: d.kind, raw: d.content, key: keyOf(d.kind, d.content)}
+	n := node{kind: d.kind, key: keyOf(d.kind, d.content)}
 	n.vis = d.kind == kindUser || d.kind == kindTool || !emptyArray(d.content)
 	lb := d.lazy()
 	pr := Node{Seq: e.Seq}
@@ -406,6 +414,7 @@ func (m *Meter) commit(c *change) {
 	}
 	switch c.op {
 	case surface.OpAppend:
+		m.raw[c.price.Seq] = c.raw
 		m.nodes = append(m.nodes, c.node)
 		m.prices = append(m.prices, c.price)
 		if c.node.kind == kindSystem && c.node.vis {
@@ -415,7 +424,9 @@ func (m *Meter) commit(c *change) {
 		for i := c.from; i <= c.to; i++ {
 			m.sumTok -= m.prices[i].Tokens
 			m.sums[m.nodes[i].kind] -= m.prices[i].Tokens
+			delete(m.raw, m.prices[i].Seq)
 		}
+		m.raw[c.price.Seq] = c.raw
 		m.nodes = slices.Replace(m.nodes, c.from, c.to+1, c.node)
 		m.prices = slices.Replace(m.prices, c.from, c.to+1, c.price)
 		// The last visible system node: one after the range moved with it;
@@ -491,9 +502,9 @@ func (m *Meter) measure(override *surface.Header, nodes bool) (Measurement, erro
 		for i := range m.nodes {
 			n := &m.nodes[i]
 			tok := m.prices[i].Tokens // kept for a node gone from the content source
-			err := m.load(i)
+			raw, err := m.load(i)
 			if err == nil {
-				tok, err = p.node(n.key, n.kind, &lazyBlocks{raw: n.raw})
+				tok, err = p.node(n.key, n.kind, &lazyBlocks{raw: raw})
 			}
 			if err != nil && !errors.Is(err, ErrNoContent) {
 				return Measurement{}, &Error{Seq: m.prices[i].Seq, Type: n.kind.eventType(), Msg: fmt.Sprintf("surface node %d cannot be priced with %s: %v", i, p.name, err)}

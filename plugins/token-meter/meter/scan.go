@@ -2,6 +2,7 @@ package meter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"slices"
 	"strings"
@@ -254,6 +255,15 @@ func (s *scanner) str() (raw []byte, esc bool) {
 	i := s.i + 1
 	start := i
 	for i < len(b) {
+		// Skip eight plain bytes (printable ASCII but quote and backslash)
+		// per iteration: a WebAssembly guest pays the sandbox's termination
+		// check on every loop iteration.
+		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -599,4 +609,19 @@ func (s *scanner) block(depth int) surface.Block {
 		return b
 	}
 	return surface.Block{Type: b.Type, Unknown: bytes.Clone(s.b[start:s.i])}
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain8 reports whether none of the eight bytes of x is a quote, a
+// backslash, a control character or a non-ASCII byte.
+func plain8(x uint64) bool {
+	quote := x ^ ('"' * ones)
+	backslash := x ^ ('\\' * ones)
+	hasZero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	control := (x - 0x20*ones) &^ x & highs // a byte below 0x20
+	return (hasZero(quote) | hasZero(backslash) | control | x&highs) == 0
 }

@@ -1,6 +1,8 @@
 package meter
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -225,5 +227,26 @@ func BenchmarkRead(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+func TestPlain8MatchesBytewise(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	rng := rand.New(rand.NewPCG(3, 4))
+	interesting := []byte{0, 0x1f, 0x20, 0x21, '"', '\\', 'a', 0x7f, 0x80, 0xff, 0x5b, 0x5d}
+	for range 200_000 {
+		var b [8]byte
+		for i := range b {
+			if rng.IntN(2) == 0 {
+				b[i] = interesting[rng.IntN(len(interesting))]
+			} else {
+				b[i] = byte(rng.Uint32())
+			}
+		}
+		want := true
+		for _, c := range b {
+			want = want && plain(c)
+		}
+		require.Equal(t, want, plain8(binary.LittleEndian.Uint64(b[:])), "% x", b)
 	}
 }
