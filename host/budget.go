@@ -222,9 +222,9 @@ func (v *View) summarizeBudgeted(ctx context.Context, req SummaryRequest) (*Summ
 		return nil, err
 	}
 	env := v.envelope(&req)
-	start := time.Now()
+	start := v.s.now()
 	res, err := v.tel.summarize(ctx, v.summarizer, req)
-	rec := PluginCall{N: len(l.records) + 1, Request: env, Outcome: "ok", DurationMs: time.Since(start).Milliseconds()}
+	rec := PluginCall{N: len(l.records) + 1, Request: env, Outcome: "ok", DurationMs: v.s.now() - start}
 	l.calls++
 	if res != nil && res.Usage != nil {
 		u := *res.Usage
