@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/sdk/abi"
+	"github.com/weirhost/weir/sdk/plugintest"
 )
 
 // interpRuntime is a runtime with WithInterpreterFirst and an empty cache
@@ -181,4 +182,29 @@ func TestInterpreterFirstCloseCompiles(t *testing.T) {
 	p2, err := rt2.Load(ctx, "benign", module(t, "benign"))
 	require.NoError(t, err)
 	require.False(t, p2.Interpreted(), "the cache holds the compiled module")
+}
+
+// TestInterpreterStartPastItsDeadline: a first instance that cannot start
+// within its deadline on the interpreter (an init that does a few
+// milliseconds of compiled work, under a start deadline meant for compiled
+// code) does not fail the load: the module is compiled then, as without
+// the interpreter.
+func TestInterpreterStartPastItsDeadline(t *testing.T) {
+	opts := []plugin.Option{plugin.WithConfig([]byte(`{"mode":"slow-init"}`)),
+		plugin.WithDeadline(abi.KindUnspecified, 250*time.Millisecond)}
+	// The same start fits the deadline on compiled code (its spin takes
+	// about 50 ms there, about a second on the interpreter).
+	_, err := plugintest.Runtime(t).Load(context.Background(), "benign", module(t, "benign"), opts...)
+	require.NoError(t, err)
+
+	logs := &syncBuffer{}
+	logger := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
+	rt := interpRuntime(t, t.TempDir(), false, plugin.WithLogger(logger))
+	p, err := rt.Load(context.Background(), "benign", module(t, "benign"), opts...)
+	require.NoError(t, err)
+	require.Contains(t, logs.String(), "first instance exceeded its start deadline on the interpreter; compiling now")
+	require.False(t, p.Interpreted(), "the plugin runs compiled code")
+	got, err := p.RenderPrompt(context.Background(), nil, goodReq)
+	require.NoError(t, err)
+	require.Equal(t, "route=/good", got)
 }

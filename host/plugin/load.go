@@ -104,21 +104,30 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 		}
 		p.code = &code{wz: wz, mod: mod, interp: true}
 		p.called, p.compiled = make(chan struct{}), make(chan struct{})
-	} else {
+	}
+	// compileNow compiles the module with the compiler and makes it the
+	// plugin's code.
+	compileNow := func() error {
 		compiled, err := r.compile(ctx, sum, wasm, checked, onCompile)
 		if err != nil {
 			var late *compileDeadlineError
 			switch {
 			case errors.Is(err, ErrClosed):
-				return nil, p.fail("load", ErrClosed, "runtime is closed", nil)
+				return p.fail("load", ErrClosed, "runtime is closed", nil)
 			case errors.As(err, &late):
-				return nil, p.fail("load", ErrInvalidModule, "module rejected: "+err.Error(), ErrDeadline)
+				return p.fail("load", ErrInvalidModule, "module rejected: "+err.Error(), ErrDeadline)
 			}
-			return nil, invalid("compile: "+err.Error(), err)
+			return invalid("compile: "+err.Error(), err)
 		}
 		p.code = &code{wz: r.wz, mod: compiled}
 		if !checked {
 			r.markChecked(record)
+		}
+		return nil
+	}
+	if !interp {
+		if err := compileNow(); err != nil {
+			return nil, err
 		}
 	}
 	// An interpreter module no instance uses any more is closed (an
@@ -130,6 +139,19 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	}
 
 	in, err := p.pool.get(ctx, p.start)
+	if err != nil && interp && errors.Is(err, ErrDeadline) {
+		// The start deadline is set for compiled code; on a busy machine
+		// the interpreter can take longer to start the guest's runtime.
+		// Such a load compiles now instead, as without the interpreter.
+		p.log.Debug("first instance exceeded its start deadline on the interpreter; compiling now")
+		discardInterp()
+		interp, onCompile = false, nil
+		p.called, p.compiled = nil, nil
+		if err := compileNow(); err != nil {
+			return nil, err
+		}
+		in, err = p.pool.get(ctx, p.start)
+	}
 	if err != nil {
 		discardInterp()
 		return nil, relabel(err, "load")

@@ -151,7 +151,10 @@ func WithCompileHook(f func(plugin string)) RuntimeOption {
 // from either, as from any new instance. Deadlines are meant for compiled
 // code: a call that exceeds its deadline on the interpreter, and did not
 // ask the host for a summary, waits for the compiled module and runs again
-// on a new instance of it. The compilation starts after the plugin's first
+// on a new instance of it; an instance that does not start within its
+// deadline there waits the same way, and a load whose first instance does
+// not compiles the module then, as without the interpreter. The
+// compilation starts after the plugin's first
 // call, or a second after its load, so that it does not slow the first
 // calls. The module limits apply as before; a compilation that fails or
 // outlives the compile deadline is logged and leaves the plugin on the

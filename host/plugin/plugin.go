@@ -249,6 +249,14 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 	}
 	p.stats.calls.Add(1)
 	in, err := p.pool.get(ctx, p.start)
+	if err != nil && errors.Is(err, ErrDeadline) && p.current().interp {
+		// A start past its deadline on the interpreter waits for the
+		// compiled module, as a call does (below).
+		p.calledOnce.Do(func() { close(p.called) })
+		if p.awaitCompiled(ctx) {
+			in, err = p.pool.get(ctx, p.start)
+		}
+	}
 	if err != nil {
 		return p.noInstance(op, err)
 	}
