@@ -22,29 +22,9 @@ func configure(c []byte) error {
 	if bytes.Contains(c, []byte(`"fail"`)) {
 		return errors.New("config asks to fail")
 	}
-	if bytes.Contains(c, []byte(`"slow-init"`)) {
-		spin(slowInitRounds)
-	}
 	config = c
 	return nil
 }
-
-// slowInitRounds is the work of a "slow-init" configuration: a few
-// milliseconds of compiled code, far longer on wazero's interpreter.
-const slowInitRounds = 3_000_000
-
-// spin does n rounds of work the compiler cannot remove.
-func spin(n int) {
-	x := uint64(88172645463325252)
-	for range n {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-	}
-	sink = x
-}
-
-var sink uint64
 
 type prompt struct{}
 
