@@ -9,20 +9,20 @@ const (
 	TokenMeter      = "token-meter"
 )
 
-var (
-	//go:embed system-prompt/system-prompt.wasm
-	systemPromptWasm []byte
-	//go:embed compaction-basic/compaction-basic.wasm
-	compactionBasicWasm []byte
-	//go:embed token-meter/token-meter.wasm
-	tokenMeterWasm []byte
-)
+// firstPartyWasm is the first-party module: the three plugins in one
+// module, which serves each under its name (see the package comment).
+//
+//go:embed firstparty/firstparty.wasm
+var firstPartyWasm []byte
 
 // FirstParty maps each first-party plugin's name to its module bytes,
 // built from the sources next to them by go generate (see the package
-// comment). Callers must not modify the bytes.
+// comment). The three names map to the same bytes: one module holds the
+// three plugins, and the host's runtime compiles it once for all of them.
+// The module must be loaded under one of these names. Callers must not
+// modify the bytes.
 var FirstParty = map[string][]byte{
-	SystemPrompt:    systemPromptWasm,
-	CompactionBasic: compactionBasicWasm,
-	TokenMeter:      tokenMeterWasm,
+	SystemPrompt:    firstPartyWasm,
+	CompactionBasic: firstPartyWasm,
+	TokenMeter:      firstPartyWasm,
 }

@@ -1,12 +1,15 @@
-// Package plugins holds Weir's first-party plugins, one Go main package per
-// directory (system-prompt, compaction-basic, token-meter), each built into
-// a committed <name>/<name>.wasm that the host embeds.
+// Package plugins holds Weir's first-party plugins, one Go package per
+// directory (system-prompt, compaction-basic, token-meter), and the
+// first-party module that the host embeds: firstparty/firstparty.wasm,
+// built from the main package in firstparty, which holds the three plugins
+// in one module (FirstParty). Each plugin's standalone directory builds it
+// alone into a module of its own, which its tests run.
 //
-// Rebuild the modules after changing a plugin or the SDK with
+// Rebuild the module after changing a plugin or the SDK with
 //
 //	go generate ./plugins
 //
-// and check in CI that the committed modules match their sources with
+// and check in CI that the committed module matches its sources with
 //
 //	go run ./plugins/internal/wasmbuild -check
 package plugins

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,9 +21,12 @@ const headroom = 8
 // buffers and decode targets are reused from call to call.
 type dispatcher struct {
 	plugin Plugin
-	host   Host
-	inited bool
-	out    []byte
+	// choices are the plugins of a module that holds several (nil with
+	// one): init selects the one named in its request into plugin.
+	choices []Plugin
+	host    Host
+	inited  bool
+	out     []byte
 
 	render  abi.RenderRequest
 	compact abi.CompactionRequest
@@ -32,6 +36,34 @@ type dispatcher struct {
 
 func newDispatcher(p Plugin, raw hostABI) *dispatcher {
 	return &dispatcher{plugin: p, host: Host{raw: raw}}
+}
+
+// add makes the module hold p too (see Register).
+func (d *dispatcher) add(p Plugin) {
+	if d.choices == nil {
+		d.choices = []Plugin{d.plugin}
+	}
+	for _, q := range append(d.choices, p) {
+		if q.Name == "" {
+			panic("sdk: Register: a module holding several plugins needs a name for each")
+		}
+	}
+	for _, q := range d.choices {
+		if q.Name == p.Name {
+			panic("sdk: Register: plugin " + p.Name + " registered twice")
+		}
+	}
+	d.choices = append(d.choices, p)
+	d.plugin = Plugin{}
+}
+
+// names lists the plugins of a module that holds several, quoted.
+func (d *dispatcher) names() string {
+	qs := make([]string, len(d.choices))
+	for i, p := range d.choices {
+		qs[i] = strconv.Quote(p.Name)
+	}
+	return strings.Join(qs, ", ")
 }
 
 // call handles one weir_call. The returned frame aliases d.out and stays
@@ -46,6 +78,10 @@ func (d *dispatcher) call(method abi.Method, in []byte) (frame []byte) {
 	case abi.MethodInit:
 		return d.init(in)
 	case abi.MethodDescribe:
+		if d.choices != nil && !d.inited {
+			return d.fail(abi.StatusBadRequest, "describe called before init: this module holds several plugins ("+d.names()+
+				") and init selects the one it serves by name")
+		}
 		desc := abi.Description{
 			Name: d.plugin.Name, Version: d.plugin.Version, Kinds: d.plugin.kinds(),
 			AbiMinor: abi.Minor, Sdk: Version, Events: d.plugin.Events,
@@ -78,6 +114,15 @@ func (d *dispatcher) init(in []byte) []byte {
 	if req.AbiMajor != abi.Major {
 		return d.fail(abi.StatusBadRequest, "host speaks ABI major "+strconv.FormatUint(uint64(req.AbiMajor), 10)+
 			", plugin was built for "+strconv.FormatUint(uint64(abi.Major), 10))
+	}
+	if d.choices != nil {
+		d.inited = false
+		i := slices.IndexFunc(d.choices, func(p Plugin) bool { return p.Name == req.Plugin })
+		if i < 0 {
+			return d.fail(abi.StatusBadRequest, "this module holds the plugins "+d.names()+
+				"; init names "+strconv.Quote(req.Plugin)+": load it under one of their names")
+		}
+		d.plugin = d.choices[i]
 	}
 	d.host.name = req.Plugin
 	if d.plugin.Configure != nil {

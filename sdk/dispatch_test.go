@@ -249,7 +249,84 @@ func TestRegister(t *testing.T) {
 	defer func() { registered = nil }()
 	require.PanicsWithValue(t, "sdk: Register: plugin empty sets no provider", func() { Register(Plugin{Name: "empty"}) })
 	Register(Plugin{Name: "a", SystemPrompt: testPrompt{}})
-	require.PanicsWithValue(t, "sdk: Register called twice", func() { Register(Plugin{Name: "b", SystemPrompt: testPrompt{}}) })
+	require.Nil(t, registered.choices, "one plugin: no choice to make")
+	require.PanicsWithValue(t, "sdk: Register: plugin a registered twice", func() { Register(Plugin{Name: "a", SystemPrompt: testPrompt{}}) })
+	require.PanicsWithValue(t, "sdk: Register: a module holding several plugins needs a name for each",
+		func() { Register(Plugin{SystemPrompt: testPrompt{}}) })
+	Register(Plugin{Name: "b", Meter: keyedMeter{}})
+	require.Equal(t, []string{"a", "b"}, []string{registered.choices[0].Name, registered.choices[1].Name})
+}
+
+// A module of one plugin serves under any name and describes itself
+// before init, as it always did.
+func TestOnePluginServesUnderAnyName(t *testing.T) {
+	d := newDispatcher(Plugin{Name: "p", SystemPrompt: testPrompt{}}, noHost{})
+	var desc abi.Description
+	require.NoError(t, desc.Decode(decodeFrame(t, d.call(abi.MethodDescribe, nil)).Result))
+	require.Equal(t, "p", desc.Name)
+	in := (&abi.InitRequest{Plugin: "other", AbiMajor: abi.Major}).Encode(nil)
+	require.Equal(t, abi.StatusOK, decodeFrame(t, d.call(abi.MethodInit, in)).Status)
+}
+
+// A module of several plugins serves the one init names: its
+// configuration, its description, its provider; describe before init and
+// a name it does not hold are refused with the rule.
+func TestSeveralPluginsInitSelectsByName(t *testing.T) {
+	var configured []string
+	plugin := func(name string, p Plugin) Plugin {
+		p.Name, p.Version = name, "1"
+		p.Configure = func(cfg []byte) error {
+			configured = append(configured, name+":"+string(cfg))
+			return nil
+		}
+		return p
+	}
+	say := func(text string) testPrompt {
+		return testPrompt{render: func(*Host, *RenderRequest) (string, error) { return text, nil }}
+	}
+	newModule := func() *dispatcher {
+		d := newDispatcher(plugin("prompt", Plugin{SystemPrompt: say("from prompt"), RenderOnChange: true}), noHost{})
+		d.add(plugin("meter", Plugin{Meter: keyedMeter{}, WarmState: true}))
+		d.add(plugin("other-prompt", Plugin{SystemPrompt: say("from other-prompt")}))
+		return d
+	}
+	initAs := func(d *dispatcher, name string) abi.Response {
+		return decodeFrame(t, d.call(abi.MethodInit, (&abi.InitRequest{Plugin: name, AbiMajor: abi.Major, Config: []byte(name)}).Encode(nil)))
+	}
+
+	d := newModule()
+	r := decodeFrame(t, d.call(abi.MethodDescribe, nil))
+	require.Equal(t, abi.StatusBadRequest, r.Status)
+	require.Equal(t, `describe called before init: this module holds several plugins ("prompt", "meter", "other-prompt") and init selects the one it serves by name`, r.Error)
+	r = initAs(d, "nope")
+	require.Equal(t, abi.StatusBadRequest, r.Status)
+	require.Equal(t, `this module holds the plugins "prompt", "meter", "other-prompt"; init names "nope": load it under one of their names`, r.Error)
+	require.Equal(t, abi.StatusBadRequest, decodeFrame(t, d.call(abi.MethodPromptRender, nil)).Status, "still not initialised")
+	require.Empty(t, configured)
+
+	for _, name := range []string{"other-prompt", "prompt", "meter"} {
+		d := newModule()
+		configured = nil
+		require.Equal(t, abi.StatusOK, initAs(d, name).Status)
+		require.Equal(t, []string{name + ":" + name}, configured, "only the selected plugin is configured")
+		require.Equal(t, name, d.host.PluginName())
+		var desc abi.Description
+		require.NoError(t, desc.Decode(decodeFrame(t, d.call(abi.MethodDescribe, nil)).Result))
+		require.Equal(t, name, desc.Name)
+		render := decodeFrame(t, d.call(abi.MethodPromptRender, (&abi.RenderRequest{}).Encode(nil)))
+		switch name {
+		case "meter":
+			require.Equal(t, []abi.Kind{abi.KindTokenMeter}, desc.Kinds)
+			require.True(t, desc.WarmState)
+			require.Equal(t, abi.StatusUnsupported, render.Status)
+		default:
+			require.Equal(t, []abi.Kind{abi.KindSystemPrompt}, desc.Kinds)
+			require.Equal(t, name == "prompt", desc.RenderOnChange)
+			var res abi.RenderResult
+			require.NoError(t, res.Decode(render.Result))
+			require.Equal(t, "from "+name, res.Prompt)
+		}
+	}
 }
 
 func TestDescribeDeclaresEventsAndInitNamesThePlugin(t *testing.T) {

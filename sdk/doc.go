@@ -27,6 +27,12 @@
 // the real host sandbox inside go test). In a reactor module main is never
 // called: register from an init function.
 //
+// A module may hold several plugins: register each, under distinct names.
+// The host's init call then selects the one named as the host loads it,
+// and describe is answered only after init (docs/abi.md, section 2). Weir's
+// first-party module (plugins/firstparty) holds its three plugins this
+// way, so that the host compiles one module instead of three.
+//
 // The SDK implements the guest side of the ABI described in docs/abi.md: it
 // exports weir_abi_version, weir_input and weir_call, decodes requests
 // without reflection, calls the registered provider, and encodes its answer

@@ -113,14 +113,25 @@ func (p *Plugin) methods() []abi.Method {
 
 var registered *dispatcher
 
-// Register installs the plugin. Call it exactly once, from an init function
-// of the main package. It panics on a second call or when no provider is set.
+// Register installs a plugin. Call it from an init function of the main
+// package, once per plugin the module holds: most modules hold one.
+//
+// A module may hold several plugins under distinct names (Weir's
+// first-party module holds its three, so that the host compiles one
+// module instead of three). The host's init call then selects the plugin
+// whose Name is the name the host loads it under, and answers describe
+// only after that init (docs/abi.md, section 2). With one plugin nothing
+// changes: it serves under any name, and describe may come first.
+//
+// Register panics when no provider is set, when a name is registered
+// twice, and when a module of several plugins has one without a name.
 func Register(p Plugin) {
-	if registered != nil {
-		panic("sdk: Register called twice")
-	}
 	if len(p.kinds()) == 0 {
 		panic("sdk: Register: plugin " + p.Name + " sets no provider")
 	}
-	registered = newDispatcher(p, wasmHost())
+	if registered == nil {
+		registered = newDispatcher(p, wasmHost())
+		return
+	}
+	registered.add(p)
 }

@@ -97,7 +97,7 @@ func TestHelpAndUsage(t *testing.T) {
 		{"help of a command", []string{"help", "replay"}, 0, []string{"Usage: host replay [flags] FILE", "-json"}, ""},
 		{"-h of a command", []string{"run", "-h"}, 0, []string{"Usage: host run [flags] [PROMPT...]", "-api-key-env", "-session"}, ""},
 		{"--help after an argument", []string{"inspect", "x.jsonl", "--help"}, 0, []string{"Usage: host inspect [flags] FILE"}, ""},
-		{"help of a subcommand", []string{"plugins", "verify", "-h"}, 0, []string{"Usage: host plugins [flags] list | verify FILE.wasm"}, ""},
+		{"help of a subcommand", []string{"plugins", "verify", "-h"}, 0, []string{"Usage: host plugins [flags] list | verify [--name NAME] FILE.wasm"}, ""},
 		{"unknown flag named", []string{"replay", "x", "--jsn"}, 2, nil, "unknown flag -jsn"},
 		{"help of an unknown command", []string{"help", "nope"}, 2, nil, `unknown command "nope"`},
 		{"stray argument to demo", []string{"demo", "extra", "--out", "f.jsonl"}, 2, nil, `unexpected argument "extra"`},
@@ -244,7 +244,7 @@ func TestPluginLoadErrorIsTheFirstConfigured(t *testing.T) {
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "junk.wasm")
 	writeFile(t, junk, "\x00asm\x01\x00\x00\x00\xff not a module")
-	meter := filepath.Join(repoRoot(t), "plugins", "token-meter", "token-meter.wasm")
+	meter := buildGuest(t, "./plugins/token-meter/standalone", dir)
 	writeFile(t, filepath.Join(dir, "weir.yaml"), "plugins:\n"+
 		"  - name: slow\n    path: "+meter+"\n    role: compaction\n"+
 		"  - name: fast\n    path: "+junk+"\n    role: compaction\n")

@@ -353,6 +353,21 @@ func TestPluginsCommand(t *testing.T) {
 	require.Contains(t, r.stdout, "  soft memory limit (3/4 of the hard cap): 96 MiB (sandbox.memoryLimitMiB)\n", "the soft limit scales")
 	require.Contains(t, r.stdout, "  deadline: compaction.* (time inside summarize not counted): 120s (sandbox.callTimeout.compaction)\n")
 
+	// The first-party module holds three plugins: it loads under one of
+	// their names, and under its file's name it says which they are.
+	firstParty := filepath.Join(repoRoot(t), "plugins", "firstparty", "firstparty.wasm")
+	r = runHost(t, dir, "", "plugins", "verify", "--json", "--name", "token-meter", firstParty)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
+	require.Equal(t, "token-meter", v.Name)
+	require.Equal(t, []string{"token-meter"}, v.Roles)
+	r = runHost(t, dir, "", "plugins", "verify", firstParty)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, `this module holds the plugins "system-prompt", "compaction-basic", "token-meter"; init names "firstparty"`)
+	r = runHost(t, dir, "", "plugins", "list", "--name", "x")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--name is an option of plugins verify")
+
 	bad := buildGuest(t, "./host/plugin/testdata/hostile/import-socket", dir)
 	r = runHost(t, dir, "", "plugins", "verify", bad)
 	require.Equal(t, 1, r.code)
@@ -570,7 +585,7 @@ func TestInspectShowsACheckpointWithoutBracket(t *testing.T) {
 // under its own name, in host compact and in inspect.
 func TestThirdPartyBracketShowsLikeTheBuiltIn(t *testing.T) {
 	dir := t.TempDir()
-	wasm := buildGuest(t, "./plugins/compaction-basic", dir)
+	wasm := buildGuest(t, "./plugins/compaction-basic/standalone", dir)
 	conf := filepath.Join(dir, "weir.yaml")
 	writeFile(t, conf, `plugins:
   - name: compaction-basic

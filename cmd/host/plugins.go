@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "plugins", args: "list | verify FILE.wasm", summary: "list the configured plugins, or verify a .wasm plugin", run: pluginsCmd})
+	register(&command{name: "plugins", args: "list | verify [--name NAME] FILE.wasm", summary: "list the configured plugins, or verify a .wasm plugin", run: pluginsCmd})
 }
 
 // verifyJSON is the documented shape of "host plugins verify --json".
@@ -54,12 +54,13 @@ func pluginsCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("plugins", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
 	configFile := fs.String("config", "", "configuration file (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
+	name := fs.String("name", "", "verify: the name to load the plugin under (default: the file's name without .wasm); a module holding several plugins serves the one of that name")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("usage: host plugins list [--json] | host plugins verify [--json] FILE.wasm")
+		return usagef("usage: host plugins list [--json] | host plugins verify [--json] [--name NAME] FILE.wasm")
 	}
 	sub := pos[0]
 	pos = pos[1:]
@@ -74,6 +75,9 @@ func pluginsCmd(e *env, args []string) error {
 	case "list":
 		if err := noArgs(pos); err != nil {
 			return err
+		}
+		if *name != "" {
+			return usagef("--name is an option of plugins verify")
 		}
 		var out []pluginJSON
 		for _, p := range cfg.Plugins {
@@ -96,14 +100,14 @@ func pluginsCmd(e *env, args []string) error {
 		return nil
 	case "verify":
 		if len(pos) != 1 {
-			return usagef("usage: host plugins verify [--json] FILE.wasm")
+			return usagef("usage: host plugins verify [--json] [--name NAME] FILE.wasm")
 		}
-		return verifyPlugin(e, cfg, pos[0], *asJSON)
+		return verifyPlugin(e, cfg, pos[0], *name, *asJSON)
 	}
 	return nil
 }
 
-func verifyPlugin(e *env, cfg *config.Config, path string, asJSON bool) error {
+func verifyPlugin(e *env, cfg *config.Config, path, name string, asJSON bool) error {
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -118,7 +122,9 @@ func verifyPlugin(e *env, cfg *config.Config, path string, asJSON bool) error {
 		return err
 	}
 	defer rt.Close(ctx)
-	name := strings.TrimSuffix(filepath.Base(path), ".wasm")
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(path), ".wasm")
+	}
 	p, err := rt.Load(ctx, name, wasm)
 	if err != nil {
 		return fmt.Errorf("%s does not load: %w", path, err)

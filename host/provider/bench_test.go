@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/plugins"
 	cbnative "github.com/weirhost/weir/plugins/compaction-basic/native"
 	"github.com/weirhost/weir/plugins/token-meter/meter"
 	tmnative "github.com/weirhost/weir/plugins/token-meter/native"
@@ -214,8 +214,10 @@ func (ps *pluginSet) load(tb testing.TB, mods func(testing.TB) map[string][]byte
 				return
 			}
 			// Generous deadlines: the first calls on a 10,000-node session
-			// (untimed warm-up) take seconds on a loaded machine.
-			loaded[i], ps.err = provider.Load(ctx, rt, provider.Spec{Name: ps.modules[i] + "-" + string(role), Role: role,
+			// (untimed warm-up) take seconds on a loaded machine. The name
+			// is the module's: the first-party module serves the plugin its
+			// name selects.
+			loaded[i], ps.err = provider.Load(ctx, rt, provider.Spec{Name: ps.modules[i], Role: role,
 				Wasm: wasm, Config: []byte(ps.configs[i]), Limits: provider.Limits{Call: time.Minute}}, counters)
 			if ps.err != nil {
 				return
@@ -226,7 +228,7 @@ func (ps *pluginSet) load(tb testing.TB, mods func(testing.TB) map[string][]byte
 		ps.what = "wasm:" + ps.what
 	})
 	if ps.err != nil {
-		tb.Skipf("plugins: %v", ps.err)
+		tb.Fatalf("plugins: %v", ps.err)
 	}
 }
 
@@ -245,23 +247,11 @@ func firstPartyProviders(tb testing.TB, s *host.Session) providers {
 	return firstPartySet.providers(tb, s)
 }
 
-// firstParty builds the first-party plugins that exist and build; the
-// others are left out (and the benchmark falls back to test guests).
-func firstParty(tb testing.TB) map[string][]byte {
-	out := map[string][]byte{}
-	for _, name := range []string{"system-prompt", "compaction-basic", "token-meter"} {
-		dir := filepath.Join("..", "..", "plugins", name)
-		if _, err := os.Stat(filepath.Join(dir, "main.go")); err != nil {
-			continue
-		}
-		mods, err := plugintest.BuildDirs(context.Background(), dir)
-		if err != nil {
-			tb.Logf("first-party plugin %s does not build, using a test guest: %v", name, err)
-			continue
-		}
-		out[name] = mods[dir]
-	}
-	return out
+// firstParty is the first-party module under each plugin's name, as the
+// host embeds it (go run ./plugins/internal/wasmbuild -check proves it is
+// what the sources build).
+func firstParty(testing.TB) map[string][]byte {
+	return plugins.FirstParty
 }
 
 // capture is a compaction provider that keeps the view it is handed.

@@ -24,8 +24,9 @@ func TestWarmMeterMatchesColdAndNative(t *testing.T) {
 	wasm := plugins.FirstParty[plugins.TokenMeter]
 	require.NotNil(t, wasm)
 	modules["token-meter-fp"] = wasm
-	warmPlugin := load(t, "token-meter-fp", "meter-warm", provider.RoleTokenMeter, "", provider.Limits{})
-	coldPlugin := load(t, "token-meter-fp", "meter-cold", provider.RoleTokenMeter, "", provider.Limits{CallsPerInstance: 1, Call: time.Minute})
+	// The first-party module serves the plugin its name selects.
+	warmPlugin := load(t, "token-meter-fp", plugins.TokenMeter, provider.RoleTokenMeter, "", provider.Limits{})
+	coldPlugin := load(t, "token-meter-fp", plugins.TokenMeter, provider.RoleTokenMeter, "", provider.Limits{CallsPerInstance: 1, Call: time.Minute})
 	require.True(t, warmPlugin.Description().WarmState)
 
 	g := restoreGen(t, history(t, 100, 1_000))

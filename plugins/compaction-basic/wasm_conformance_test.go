@@ -1,4 +1,4 @@
-package main
+package compactionbasic
 
 // Conformance group I (behaviour.md section 15, items 84-104) run against
 // the first-party compaction-basic module (plugins.FirstParty) under the

@@ -1,4 +1,4 @@
-package main
+package systemprompt
 
 // Conformance group E (behaviour.md section 15, items 44-54) run end to
 // end: the real agent loop renders the prompt through the first-party

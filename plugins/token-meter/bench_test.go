@@ -1,4 +1,4 @@
-package main
+package tokenmeter
 
 import (
 	"context"
@@ -57,7 +57,7 @@ var countings = []string{countOnHost, countInGuest}
 
 func loadFor(b *testing.B, counting string, opts ...plugin.Option) *plugin.Plugin {
 	cfg := fmt.Sprintf(`{"counting": %q}`, counting)
-	return plugintest.LoadBytes(b, Name, plugintest.Build(b, "."), append(opts, plugin.WithConfig([]byte(cfg)))...)
+	return plugintest.LoadBytes(b, Name, plugintest.Build(b, standalone), append(opts, plugin.WithConfig([]byte(cfg)))...)
 }
 
 func BenchmarkObserve(b *testing.B) {

@@ -1,15 +1,18 @@
-// Command wasmbuild builds every first-party plugin under plugins/ into
+// Command wasmbuild builds every module under plugins/ (a directory
+// holding a Go main package: today firstparty, the first-party module) into
 // plugins/<name>/<name>.wasm, reproducibly (see sdk/wasmbuild for the exact
-// flags). With -check it builds into a temporary directory instead and fails
-// when a committed module is missing, stale or left over, which CI runs to
-// keep the committed bytes honest.
+// flags). With -check it builds into a temporary directory instead and
+// fails when a committed module is missing, stale or left over, which CI
+// runs to keep the committed bytes honest.
 //
 // Usage:
 //
 //	go run ./plugins/internal/wasmbuild [-check] [-dir plugins] [name ...]
 //
-// A directory counts as a plugin when it holds a Go main package; internal
-// and testdata directories and directories without Go files are skipped.
+// Only the directories right under plugins/ count: internal and testdata
+// directories and directories without a Go main package are skipped, so a
+// plugin's own package (plugins/token-meter) and its standalone build
+// (plugins/token-meter/standalone) are not committed modules.
 package main
 
 import (

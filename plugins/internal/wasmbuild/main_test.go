@@ -21,15 +21,18 @@ func TestBuildAndCheck(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(root) })
 	src, err := os.ReadFile("../../../sdk/wasmbuild/testdata/echo/main.go")
 	require.NoError(t, err)
-	for _, dir := range []string{"echo", "internal/helper", "empty"} {
+	for _, dir := range []string{"echo", "internal/helper", "empty", "lib/standalone"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(root, dir), 0o755))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(root, "echo", "main.go"), src, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "internal", "helper", "main.go"), src, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "lib", "lib.go"), []byte("package lib\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "lib", "standalone", "main.go"), src, 0o644))
 
 	names, err := pluginDirs(root)
 	require.NoError(t, err)
-	require.Equal(t, []string{"echo"}, names, "internal and empty directories are not plugins")
+	require.Equal(t, []string{"echo"}, names,
+		"internal and empty directories, a plugin's own package and the main packages below it are not modules")
 
 	require.NoError(t, run(ctx, root, false, nil))
 	built := filepath.Join(root, "echo", "echo.wasm")

@@ -1,6 +1,7 @@
-// Command token-meter is Weir's first-party token meter, built into
-// token-meter.wasm: package meter (spec section 12) running as a
-// WebAssembly token-meter provider.
+// Package tokenmeter is Weir's first-party token meter: package meter
+// (spec section 12) running as a WebAssembly token-meter provider. Weir
+// ships it in its first-party module (plugins/firstparty); ./standalone
+// builds it alone into a module of its own.
 //
 // meter.observe folds the newly committed events into the meter;
 // meter.measure answers the measurement of spec 12.2 (under the request
@@ -62,7 +63,7 @@
 // The measurement carries everything the native one has: the estimate
 // error, the tokenizer name and the user/assistant/tool-result split of the
 // breakdown travel in the fields ABI minor 1 added.
-package main
+package tokenmeter
 
 import (
 	"fmt"
@@ -106,9 +107,10 @@ func parseConfig(raw []byte) (config, error) {
 	return c, nil
 }
 
-func init() {
+// Plugin is the plugin to register (sdk.Register).
+func Plugin() sdk.Plugin {
 	t := &tokenMeter{cfg: config{Counting: countOnHost}}
-	sdk.Register(sdk.Plugin{
+	return sdk.Plugin{
 		Name:    Name,
 		Version: "1.0.0",
 		Configure: func(raw []byte) (err error) {
@@ -117,8 +119,5 @@ func init() {
 		},
 		Meter:     t,
 		WarmState: true,
-	})
+	}
 }
-
-// main is never called: a plugin is a reactor module, set up by init.
-func main() {}

@@ -1,6 +1,7 @@
-// Command system-prompt is Weir's first-party system-prompt plugin, built
-// into system-prompt.wasm. It is also the smallest complete plugin, the one
-// to read first when writing your own.
+// Package systemprompt is Weir's first-party system-prompt plugin. Weir
+// ships it in its first-party module (plugins/firstparty), and
+// ./standalone builds it alone into a module of its own. It is also the
+// smallest complete plugin, the one to read first when writing your own.
 //
 // The host assembles the prompt as keyed sections and sends them, with the
 // route the prompt is for and some host data (date, working directory, ...),
@@ -36,7 +37,7 @@
 //
 // Keys the host did not send, or sent blank, are left out; with none left
 // there is no Environment section.
-package main
+package systemprompt
 
 import (
 	"bytes"
@@ -179,10 +180,14 @@ func (p *prompt) RenderPrompt(_ *sdk.Host, req *sdk.RenderRequest) (string, erro
 	return render(&p.cfg, req), nil
 }
 
-func init() {
+// Name is the plugin's name.
+const Name = "system-prompt"
+
+// Plugin is the plugin to register (sdk.Register).
+func Plugin() sdk.Plugin {
 	p := &prompt{}
-	sdk.Register(sdk.Plugin{
-		Name:    "system-prompt",
+	return sdk.Plugin{
+		Name:    Name,
 		Version: "1.0.0",
 		Configure: func(raw []byte) (err error) {
 			if p.cfg, err = parseConfig(raw); err != nil {
@@ -193,8 +198,5 @@ func init() {
 		SystemPrompt: p,
 		// render is a pure function of the request and the configuration.
 		RenderOnChange: true,
-	})
+	}
 }
-
-// main is never called: a plugin is a reactor module, set up by init.
-func main() {}

@@ -1,4 +1,4 @@
-package main
+package compactionbasic
 
 import (
 	"context"
@@ -24,14 +24,27 @@ import (
 	"github.com/weirhost/weir/surface"
 )
 
+// standalone builds the plugin alone into a module of its own: the tests
+// run it under the real sandbox (the shipped first-party module, which
+// holds all three plugins, runs in the conformance tests and in
+// plugins.TestFirstPartyLoad).
+const standalone = "./standalone"
+
+// loadStandalone builds the standalone module (once per source change)
+// and loads it under the plugin's name.
+func loadStandalone(tb testing.TB, opts ...plugin.Option) *plugin.Plugin {
+	tb.Helper()
+	return plugintest.LoadBytes(tb, Name, plugintest.Build(tb, standalone), opts...)
+}
+
 // The module is built once per source change and compiled once per test
 // binary; every test loads it into the shared plugintest runtime.
 
 func TestDescribeAndConfig(t *testing.T) {
-	p := plugintest.Load(t, ".")
+	p := loadStandalone(t)
 	require.Equal(t, abi.Description{Name: Name, Version: "1.0.0", Kinds: []abi.Kind{abi.KindCompaction}, AbiMinor: abi.Minor,
 		Sdk: "weir-go-sdk/1.0", Methods: []abi.Method{abi.MethodCompactionRegion}}, p.Description())
-	wasm := plugintest.Build(t, ".")
+	wasm := plugintest.Build(t, standalone)
 	for cfg, want := range map[string]string{
 		`{"thresholdRatio": 0.5, "retainRatoi": 0.1}`:                         `retainRatoi`,
 		`{"modelPolicies": [{"provider": "a", "model": "b", "headroom": 1}]}`: `headroom`,
@@ -49,7 +62,7 @@ func TestDescribeAndConfig(t *testing.T) {
 // Below the threshold a pre-step reads only the header and the measurement,
 // proposes nothing and keeps the state.
 func TestBelowThresholdProposesNothing(t *testing.T) {
-	p := plugintest.Load(t, ".", plugin.WithConfig([]byte(`{"headroomTokens": 0}`)))
+	p := loadStandalone(t, plugin.WithConfig([]byte(`{"headroomTokens": 0}`)))
 	s := &plugintest.Session{
 		HeaderJSON:  []byte(`{"config":{"provider":"test","model":"m1"}}`),
 		Measurement: &abi.Measurement{TotalTokens: 799, Nodes: []abi.NodeTokens{{Seq: 2, Tokens: 799, HeuristicTokens: 799}}},
@@ -76,7 +89,7 @@ func TestBelowThresholdProposesNothing(t *testing.T) {
 // A target without a usable budget is reported once (on stderr) and the
 // state that remembers it is returned.
 func TestConfigWarningKeepsState(t *testing.T) {
-	p := plugintest.Load(t, ".")
+	p := loadStandalone(t)
 	s := &plugintest.Session{HeaderJSON: []byte(`{"config":{"provider":"test","model":"m1"}}`)}
 	req := &abi.CompactionRequest{Turn: 1, Limits: abi.Limits{ContextWindow: 1000}} // default headroom 65536 > window
 	res, err := p.PreStep(context.Background(), s, req)
@@ -98,7 +111,7 @@ func TestConfigWarningKeepsState(t *testing.T) {
 // pressure with tool calls on the surface, manual compaction between turns
 // and a context-overflow recovery, with and without a token meter.
 func TestSameLogAsNative(t *testing.T) {
-	wasm := plugintest.Build(t, ".")
+	wasm := plugintest.Build(t, standalone)
 	for _, withMeter := range []bool{false, true} {
 		t.Run(fmt.Sprintf("meter=%v", withMeter), func(t *testing.T) {
 			nat, err := native.New([]byte(scenarioConfig))

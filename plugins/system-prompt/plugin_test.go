@@ -1,4 +1,4 @@
-package main
+package systemprompt
 
 import (
 	"context"
@@ -12,6 +12,19 @@ import (
 	"github.com/weirhost/weir/sdk/abi"
 	"github.com/weirhost/weir/sdk/plugintest"
 )
+
+// standalone builds the plugin alone into a module of its own: the tests
+// run it under the real sandbox (the shipped first-party module, which
+// holds all three plugins, runs in the conformance tests and in
+// plugins.TestFirstPartyLoad).
+const standalone = "./standalone"
+
+// loadStandalone builds the standalone module (once per source change)
+// and loads it under the plugin's name.
+func loadStandalone(tb testing.TB, opts ...plugin.Option) *plugin.Plugin {
+	tb.Helper()
+	return plugintest.LoadBytes(tb, Name, plugintest.Build(tb, standalone), opts...)
+}
 
 // The tests run the built module under the real sandbox; the module is
 // built once per source change and compiled once per test binary.
@@ -37,7 +50,7 @@ func nativeRender(t *testing.T, secs []abi.Section) string {
 // Without configuration the plugin renders byte for byte what the native
 // renderer renders.
 func TestMatchesSectionPrompt(t *testing.T) {
-	p := plugintest.Load(t, ".")
+	p := loadStandalone(t)
 	require.Equal(t, "system-prompt", p.Description().Name)
 	require.Equal(t, []abi.Kind{abi.KindSystemPrompt}, p.Description().Kinds)
 	cases := map[string][]abi.Section{
@@ -76,7 +89,7 @@ const testConfig = `{
 }`
 
 func TestConfiguredRendering(t *testing.T) {
-	p := plugintest.Load(t, ".", plugin.WithConfig([]byte(testConfig)))
+	p := loadStandalone(t, plugin.WithConfig([]byte(testConfig)))
 	assembly := sections("identity", "You are Weir.", "tools", "Tools: read, write.", "style", "Default style.")
 	data := []abi.KeyValue{{Key: "cwd", Value: "/home/me/proj\n"}, {Key: "date", Value: "2025-05-01"},
 		{Key: "blank", Value: "  "}, {Key: "date", Value: "ignored second value"}}
@@ -106,7 +119,7 @@ func TestConfiguredRendering(t *testing.T) {
 }
 
 func TestConfigErrorsFailTheLoad(t *testing.T) {
-	wasm := plugintest.Build(t, ".")
+	wasm := plugintest.Build(t, standalone)
 	cases := map[string]string{
 		`{"perModel": {}, "date": ["x"]}`:                   `unknown field "date"`,
 		`{"perModel": {"m": [{"key": "a", "txt": ""}]}}`:    `unknown field "txt"`,

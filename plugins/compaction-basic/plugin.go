@@ -1,6 +1,8 @@
-// Command compaction-basic is Weir's first-party compaction plugin, built
-// into compaction-basic.wasm: the policy and transaction of package compact
-// (spec section 11) running as a WebAssembly compaction provider.
+// Package compactionbasic is Weir's first-party compaction plugin: the
+// policy and transaction of package compact (spec section 11) running as a
+// WebAssembly compaction provider. Weir ships it in its first-party module
+// (plugins/firstparty); ./standalone builds it alone into a module of its
+// own.
 //
 // The three compaction methods map to compact's reasons: compaction.prestep
 // is Pressure, compaction.overflow is Overflow, compaction.manual is Manual.
@@ -39,7 +41,7 @@
 //   - The compaction instruction travels in SummarizeRequest.instruction;
 //     the host sends it as the final user message of the summarization
 //     call, after the input messages.
-package main
+package compactionbasic
 
 import (
 	"github.com/weirhost/weir/plugins/compaction-basic/compact"
@@ -49,9 +51,10 @@ import (
 // Name is the plugin's name.
 const Name = "compaction-basic"
 
-func init() {
+// Plugin is the plugin to register (sdk.Register).
+func Plugin() sdk.Plugin {
 	p := &provider{cfg: compact.DefaultConfig()}
-	sdk.Register(sdk.Plugin{
+	return sdk.Plugin{
 		Name:    Name,
 		Version: "1.0.0",
 		Configure: func(raw []byte) error {
@@ -63,8 +66,5 @@ func init() {
 			return nil
 		},
 		Compaction: p,
-	})
+	}
 }
-
-// main is never called: a plugin is a reactor module, set up by init.
-func main() {}

@@ -1,4 +1,4 @@
-package main
+package tokenmeter
 
 import (
 	"context"
@@ -22,6 +22,19 @@ import (
 	"github.com/weirhost/weir/sdk/tokenizer/openai"
 	"github.com/weirhost/weir/surface"
 )
+
+// standalone builds the plugin alone into a module of its own: the tests
+// run it under the real sandbox (the shipped first-party module, which
+// holds all three plugins, runs in the conformance tests and in
+// plugins.TestFirstPartyLoad).
+const standalone = "./standalone"
+
+// loadStandalone builds the standalone module (once per source change)
+// and loads it under the plugin's name.
+func loadStandalone(tb testing.TB, opts ...plugin.Option) *plugin.Plugin {
+	tb.Helper()
+	return plugintest.LoadBytes(tb, Name, plugintest.Build(tb, standalone), opts...)
+}
 
 // The module is built once per source change and compiled once per test
 // binary; every test loads it into the shared plugintest runtime.
@@ -230,7 +243,7 @@ func headerJSON(t testing.TB, provider, model string) []byte {
 // under the logged header and under overrides; with DeepSeek counted by the
 // host or in the guest, and with a fresh instance for every call.
 func TestMatchesNative(t *testing.T) {
-	wasm := plugintest.Build(t, ".")
+	wasm := plugintest.Build(t, standalone)
 	cases := []struct {
 		name   string
 		config string
@@ -295,7 +308,7 @@ func TestMatchesNative(t *testing.T) {
 // the host no longer has keep their price until the event that shadowed
 // them is folded.
 func TestObserveWithTheHostAhead(t *testing.T) {
-	p := plugintest.Load(t, ".", append(unhurried(), plugin.WithConfig([]byte(routesConfig)), plugin.WithMaxCalls(1))...)
+	p := loadStandalone(t, append(unhurried(), plugin.WithConfig([]byte(routesConfig)), plugin.WithMaxCalls(1))...)
 	ctx := context.Background()
 	s := newSession(t, true)
 	scenario(s, func(surface.Event) {})
@@ -359,7 +372,7 @@ func event(t testing.TB, e surface.Event) abi.Event {
 // Without count_tokens the plugin counts DeepSeek V3 itself; routes the host
 // alone can count fail the call, and the state is left as it was.
 func TestCountTokensNotGranted(t *testing.T) {
-	p := plugintest.Load(t, ".", append(unhurried(), plugin.WithConfig([]byte(routesConfig)))...)
+	p := loadStandalone(t, append(unhurried(), plugin.WithConfig([]byte(routesConfig)))...)
 	ctx := context.Background()
 	s := newSession(t, false)
 	nat := nativeMeter(t)
@@ -388,7 +401,7 @@ func TestCountTokensNotGranted(t *testing.T) {
 // An event the meter cannot fold stops it, as natively: the blob keeps the
 // stop and Measure reports the same error.
 func TestStopsAtABadEvent(t *testing.T) {
-	p := plugintest.Load(t, ".", unhurried()...)
+	p := loadStandalone(t, unhurried()...)
 	ctx := context.Background()
 	bad := []abi.Event{
 		{Seq: 0, JSON: []byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`)},
@@ -406,9 +419,9 @@ func TestStopsAtABadEvent(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	p := plugintest.Load(t, ".", unhurried()...)
+	p := loadStandalone(t, unhurried()...)
 	require.Equal(t, []abi.Kind{abi.KindTokenMeter}, p.Description().Kinds)
-	wasm := plugintest.Build(t, ".")
+	wasm := plugintest.Build(t, standalone)
 	for cfg, want := range map[string]string{
 		`{"route": {}}`:                                `unknown object member name "route"`,
 		`{"routes": {"openai": "gpt2"}}`:               `route "openai" names unknown tokenizer "gpt2"`,
