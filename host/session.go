@@ -1,8 +1,6 @@
 package host
 
 import (
-	"time"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -145,15 +143,10 @@ type SessionOption func(*Session)
 // applies to a session created by OpenFile.
 func WithClock(now func() int64) SessionOption { return func(s *Session) { s.clock = now } }
 
-// now reads the session's clock (epoch milliseconds): WithClock's, else
-// the wall clock. Durations the log records are measured with it, so a
+// now reads the clock that stamps the session's events (epoch
+// milliseconds). Durations the log records are measured with it, so a
 // session on a fixed clock writes the same log on any machine.
-func (s *Session) now() int64 {
-	if s.clock != nil {
-		return s.clock()
-	}
-	return time.Now().UnixMilli()
-}
+func (s *Session) now() int64 { return s.log.Now() }
 
 // WithIDs sets the message-id generator (for deterministic tests).
 func WithIDs(next func() string) SessionOption { return func(s *Session) { s.newID = next } }

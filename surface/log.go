@@ -43,6 +43,9 @@ type Option func(*Log)
 // WithClock sets the clock that stamps appended events (epoch milliseconds).
 func WithClock(now func() int64) Option { return func(l *Log) { l.clock = now } }
 
+// Now reads the clock that stamps appended events (epoch milliseconds).
+func (l *Log) Now() int64 { return l.clock() }
+
 // New returns an empty session log.
 func New(opts ...Option) *Log {
 	l := &Log{clock: func() int64 { return time.Now().UnixMilli() }}
