@@ -86,9 +86,7 @@ type telemetry struct {
 	mu      sync.Mutex
 	plugins map[pluginKey]*pluginCall
 
-	// The turn goroutine's own: attempts in the current step, usage of
-	// the current turn's model calls.
-	attempts      int64
+	// The turn goroutine's own: usage of the current turn's model calls.
 	turnIn        int64
 	turnOut       int64
 	turnUsageSeen bool
@@ -206,7 +204,6 @@ func (a *Agent) tracedStep(ctx context.Context, turn, step int64, claimed []*sur
 	ctx, span := t.tracer.Start(ctx, "weir.step", trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(t.conv, AttrTurn.Int64(turn), AttrStep.Int64(step)))
 	t.setParent(span)
-	t.attempts = 0
 	out, err := a.step(ctx, turn, step, claimed)
 	switch {
 	case err != nil:
@@ -231,17 +228,16 @@ type chatObs struct {
 }
 
 // startChat opens the chat span of one model attempt of a step.
-func (t *telemetry) startChat(ctx context.Context, cfg surface.CallConfig, turn, step int64) (context.Context, chatObs) {
+func (t *telemetry) startChat(ctx context.Context, cfg surface.CallConfig, at attemptRef) (context.Context, chatObs) {
 	if t == nil {
 		return ctx, chatObs{}
 	}
-	t.attempts++
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameChat, t.conv,
 		semconv.GenAIProviderNameKey.String(cfg.Provider),
 		semconv.GenAIRequestModel(cfg.Model),
 		AttrChatPurpose.String("step"),
-		AttrTurn.Int64(turn), AttrStep.Int64(step), AttrAttempt.Int64(t.attempts),
+		AttrTurn.Int64(at.turn), AttrStep.Int64(at.step), AttrAttempt.Int(at.attempt),
 	}
 	if cfg.MaxTokens != nil {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokens(int(*cfg.MaxTokens)))

@@ -398,7 +398,7 @@ func TestTelemetryOffRecordsNothing(t *testing.T) {
 	m := &stubMeter{}
 	evs := []surface.Event{{Seq: 1}}
 	allocs := testing.AllocsPerRun(100, func() {
-		ctx, o := tel.startChat(context.Background(), surface.CallConfig{Provider: "p", Model: "m"}, 1, 1)
+		ctx, o := tel.startChat(context.Background(), surface.CallConfig{Provider: "p", Model: "m"}, attemptRef{1, 1, 1})
 		tel.endChat(o, surface.CallConfig{}, nil, nil)
 		_, _ = tel.render(ctx, p, asm)
 		_ = tel.observe(m, evs)

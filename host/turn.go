@@ -281,7 +281,7 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 		return attemptResult{end: failed(err)}, nil
 	}
 	modified := false
-	cctx, chat := a.tel.startChat(ctx, cfg, turn, step)
+	cctx, chat := a.tel.startChat(ctx, cfg, a.at)
 	result, serr := a.modelChain(sent, &modified)(cctx, req, a.onDelta)
 	a.tel.endChat(chat, cfg, result, serr)
 	if after, err := llm.EncodeRequest(req); modified || err != nil || !bytes.Equal(sent, after) {
