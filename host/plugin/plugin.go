@@ -74,12 +74,14 @@ func (p *Plugin) upgrade(e *compileEntry, interp *code, record string) {
 	p.log.Debug("compiled; instances now start from the compiled module")
 }
 
-// awaitCompiled waits for the compilation of a plugin loaded on the
-// interpreter and reports whether it succeeded; false when ctx ends first.
+// awaitCompiled starts the compilation of a plugin loaded on the
+// interpreter (if its first call has not started it yet), waits for it
+// and reports whether it succeeded; false when ctx ends first.
 func (p *Plugin) awaitCompiled(ctx context.Context) bool {
 	if p.compiled == nil {
 		return false
 	}
+	p.calledOnce.Do(func() { close(p.called) })
 	select {
 	case <-p.compiled:
 		return !p.current().interp
@@ -252,7 +254,6 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 	if err != nil && errors.Is(err, ErrDeadline) && p.current().interp {
 		// A start past its deadline on the interpreter waits for the
 		// compiled module, as a call does (below).
-		p.calledOnce.Do(func() { close(p.called) })
 		if p.awaitCompiled(ctx) {
 			in, err = p.pool.get(ctx, p.start)
 		}
@@ -269,7 +270,6 @@ func (p *Plugin) invoke(ctx context.Context, host Host, method abi.Method, enc f
 		// interpreter: a call is a function of its request, and a new
 		// instance gives the result any instance gives.
 		p.log.Debug("deadline on the interpreter; the call waits for the compiled module", "method", method.String())
-		p.calledOnce.Do(func() { close(p.called) }) // the compilation starts now
 		if p.awaitCompiled(ctx) {
 			p.stats.replaced.Add(1)
 			p.pool.put(in, true)
