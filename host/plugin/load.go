@@ -77,6 +77,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 		return nil, invalid(strings.Join(problems, "; "), nil)
 	}
 	sum := sha256.Sum256(wasm)
+	p.sum = sum
 	record := r.checkedPath(sum)
 	checked := isChecked(record) // passed before under these limits and rules: see checked.go
 	if !checked {

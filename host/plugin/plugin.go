@@ -15,6 +15,7 @@ import (
 // pool of instances. It is safe for concurrent use.
 type Plugin struct {
 	name string
+	sum  [32]byte // the module's SHA-256
 	rt   *Runtime
 	mu   sync.Mutex
 	code *code // what new instances start from; see current
@@ -89,6 +90,9 @@ func (p *Plugin) awaitCompiled(ctx context.Context) bool {
 		return false
 	}
 }
+
+// ModuleSum is the SHA-256 of the plugin's module.
+func (p *Plugin) ModuleSum() [32]byte { return p.sum }
 
 // Interpreted reports whether new instances of the plugin start on
 // wazero's interpreter: loaded with WithInterpreterFirst and not yet

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -112,9 +111,9 @@ type Plugin struct {
 	role  Role
 	opts  []Option
 	state int // the state limit, for the adapters' own check
-	// fingerprint of the module and configuration, for StateCache
-	// entries; computed on first need.
-	fingerprint func() []byte
+	// fingerprint of the module (its SHA-256, which the runtime already
+	// took) and configuration, for StateCache entries.
+	fingerprint []byte
 }
 
 // Load validates spec, loads the module into rt and checks that it
@@ -148,9 +147,8 @@ func Load(ctx context.Context, rt *plugin.Runtime, spec Spec, opts ...Option) (*
 	if state <= 0 {
 		state = plugin.DefaultStateLimit
 	}
-	wasm, config := spec.Wasm, spec.Config
 	return &Plugin{p: p, role: spec.Role, opts: opts, state: state,
-		fingerprint: sync.OnceValue(func() []byte { return fingerprint(wasm, config) })}, nil
+		fingerprint: fingerprint(p.ModuleSum(), spec.Config)}, nil
 }
 
 // checkRole reports a plugin that does not provide role.

@@ -63,7 +63,7 @@ type options struct {
 	batch      int
 	cache      StateCache
 	// fingerprint of the plugin for cache entries (Plugin.Meter sets it).
-	fingerprint func() []byte
+	fingerprint []byte
 }
 
 // Option configures an adapter.

@@ -51,14 +51,14 @@ type CachedState struct {
 // its whole log into the plugin on its first step.
 func WithStateCache(c StateCache) Option { return func(o *options) { o.cache = c } }
 
-func withFingerprint(f func() []byte) Option { return func(o *options) { o.fingerprint = f } }
+func withFingerprint(b []byte) Option { return func(o *options) { o.fingerprint = b } }
 
 // pluginPrint is the fingerprint of cache entries: the module's and
 // configuration's from Load, else (an adapter made with NewMeter) the
 // plugin's described name and version.
 func (o *options) pluginPrint(desc abi.Description) []byte {
 	if o.fingerprint != nil {
-		return o.fingerprint()
+		return o.fingerprint
 	}
 	return []byte("described " + desc.Name + " " + desc.Version + " " + desc.Sdk)
 }
@@ -72,13 +72,11 @@ func eventMark(e *surface.Event) []byte {
 	return sum[:]
 }
 
-// fingerprint fingerprints a plugin module and its configuration.
-func fingerprint(wasm, config []byte) []byte {
+// fingerprint fingerprints a plugin module, by its SHA-256, and its
+// configuration.
+func fingerprint(module [32]byte, config []byte) []byte {
 	h := sha256.New()
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(wasm)))
-	h.Write(n[:])
-	h.Write(wasm)
+	h.Write(module[:])
 	h.Write(config)
 	return h.Sum(nil)
 }
