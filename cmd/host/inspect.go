@@ -139,29 +139,29 @@ func inspect(s *loaded) inspectJSON {
 		}
 		switch e.Type {
 		case surface.TypeCompactionStart, surface.TypeCompactionSummary, surface.TypeCompactionEnd:
-			var d struct {
-				ID           string  `json:"compactionId"`
-				Shadowed     []int64 `json:"shadowedSeqs"`
-				TokenCount   int64   `json:"shadowedTokenCount"`
-				Provider     string  `json:"provider"`
-				Model        string  `json:"model"`
-				Error        string  `json:"error"`
-				TokensBefore int64   `json:"tokensBefore"`
-				TokensAfter  int64   `json:"tokensAfter"`
-			}
-			if json.Unmarshal(e.Data, &d) != nil {
+			p, err := host.Payload(e)
+			if err != nil {
 				continue
 			}
-			c := byID[d.ID]
-			if c == nil {
-				c = &compactionJSON{ID: d.ID, Start: e.Seq}
-				byID[d.ID] = c
-				order = append(order, d.ID)
+			var id string
+			switch d := p.(type) {
+			case *host.CompactionStart:
+				id = d.ID
+			case *host.CompactionSummary:
+				id = d.ID
+			case *host.CompactionEnd:
+				id = d.ID
 			}
-			switch e.Type {
-			case surface.TypeCompactionSummary:
-				c.Shadowed, c.TokenCount, c.Provider, c.Model = d.Shadowed, d.TokenCount, d.Provider, d.Model
-			case surface.TypeCompactionEnd:
+			c := byID[id]
+			if c == nil {
+				c = &compactionJSON{ID: id, Start: e.Seq}
+				byID[id] = c
+				order = append(order, id)
+			}
+			switch d := p.(type) {
+			case *host.CompactionSummary:
+				c.Shadowed, c.TokenCount, c.Provider, c.Model = d.ShadowedSeqs, d.ShadowedTokenCount, d.Provider, d.Model
+			case *host.CompactionEnd:
 				c.End, c.Error, c.TokensBefore, c.TokensAfter = e.Seq, d.Error, d.TokensBefore, d.TokensAfter
 			}
 		case surface.TypeUserMessage:

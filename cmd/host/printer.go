@@ -158,29 +158,19 @@ func (p *printer) event(e surface.Event) {
 		fmt.Fprintf(p.w, "· compaction by %s: checkpoint seq %d replaces %d nodes (seq %d..%d), without a compaction bracket\n",
 			termLine(strconv.Quote(m.Source.Plugin)), e.Seq, p.shadowed(e), e.Op.Start, e.Op.End)
 	case surface.TypeCompactionStart:
-		var d struct {
-			ID string `json:"compactionId"`
-		}
+		var d host.CompactionStart
 		if json.Unmarshal(e.Data, &d) == nil {
 			p.bracket, p.by = d.ID, ""
 		}
 	case surface.TypeCompactionPrune:
-		var d struct {
-			ShadowedSeqs []int64 `json:"shadowedSeqs"`
-			Bytes        int64   `json:"bytes"`
-		}
+		var d host.CompactionPrune
 		if json.Unmarshal(e.Data, &d) == nil {
 			p.endLine()
 			fmt.Fprintf(p.w, "· prune: %d tool results (%d bytes)%s\n", len(d.ShadowedSeqs), d.Bytes, p.byLine())
 		}
 	case surface.TypeCompactionSummary:
 		p.endLine()
-		var d struct {
-			ShadowedSeqs       []int64 `json:"shadowedSeqs"`
-			ShadowedTokenCount int64   `json:"shadowedTokenCount"`
-			Provider           string  `json:"provider"`
-			Model              string  `json:"model"`
-		}
+		var d host.CompactionSummary
 		if json.Unmarshal(e.Data, &d) == nil {
 			by := ""
 			if d.Provider != "" || d.Model != "" {
@@ -189,11 +179,7 @@ func (p *printer) event(e surface.Event) {
 			fmt.Fprintf(p.w, "· compaction: %d nodes shadowed (%d tokens)%s\n", len(d.ShadowedSeqs), d.ShadowedTokenCount, by)
 		}
 	case surface.TypeCompactionEnd:
-		var d struct {
-			Error        string `json:"error"`
-			TokensBefore int64  `json:"tokensBefore"`
-			TokensAfter  int64  `json:"tokensAfter"`
-		}
+		var d host.CompactionEnd
 		by := p.by
 		p.bracket, p.by = "", ""
 		if json.Unmarshal(e.Data, &d) != nil {

@@ -243,16 +243,12 @@ func Build(s *Session) *Model {
 		it := Item{Seq: e.Seq, Type: e.Type, Turn: turn, Step: step}
 		switch e.Type {
 		case surface.TypeTurnStart:
-			var d struct {
-				Turn int64 `json:"turn"`
-			}
+			var d host.StepRef
 			_ = json.Unmarshal(e.Data, &d)
 			turn, step = d.Turn, 0
 			it.Kind, it.Turn = ItemTurn, turn
 		case surface.TypeStepStart:
-			var d struct {
-				Step int64 `json:"step"`
-			}
+			var d host.StepRef
 			_ = json.Unmarshal(e.Data, &d)
 			step = d.Step
 			it.Kind, it.Step = ItemStep, step
@@ -272,10 +268,7 @@ func Build(s *Session) *Model {
 				it.Note += ": " + d.Reason.Error.Message + " (" + d.Reason.Error.Code + ")"
 			}
 		case surface.TypeToolCall:
-			var d struct {
-				CallID string `json:"callId"`
-				Name   string `json:"name"`
-			}
+			var d host.ToolCallData
 			if json.Unmarshal(e.Data, &d) == nil {
 				m.callNames[d.CallID] = d.Name
 			}
