@@ -74,9 +74,7 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 	if pages < 1 || pages > 65536 {
 		return nil, fmt.Errorf("plugin runtime: memory limit %d bytes is outside 64 KiB .. 4 GiB", cfg.memoryLimit)
 	}
-	rc := wazero.NewRuntimeConfig(). // compiler engine where supported, interpreter elsewhere
-						WithCloseOnContextDone(true).
-						WithMemoryLimitPages(uint32(pages))
+	rc := sandboxed(wazero.NewRuntimeConfig(), pages) // compiler engine where supported, interpreter elsewhere
 	var cache wazero.CompilationCache
 	if cfg.cacheDir != "" {
 		if err := os.MkdirAll(cfg.cacheDir, 0o755); err != nil {
@@ -92,8 +90,12 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 	}
 	rc = rc.WithCompilationCache(cache)
 
+	wz, err := newWazero(ctx, rc)
+	if err != nil {
+		return nil, fmt.Errorf("plugin runtime: %w", err)
+	}
 	r := &Runtime{
-		wz:       wazero.NewRuntimeWithConfig(ctx, rc),
+		wz:       wz,
 		cache:    cache,
 		cfg:      cfg,
 		log:      cfg.logger.Named("plugin"),
@@ -104,16 +106,29 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 		finishing:   make(chan struct{}),
 	}
 	r.closing, r.cancelClosing = context.WithCancel(context.Background())
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.wz); err != nil {
-		_ = r.wz.Close(ctx)
-		return nil, fmt.Errorf("plugin runtime: WASI: %w", err)
-	}
 	r.wasiSigs = r.wz.Module(wasiModule).ExportedFunctionDefinitions()
-	if err := instantiateHostModule(ctx, r.wz); err != nil {
-		_ = r.wz.Close(ctx)
-		return nil, fmt.Errorf("plugin runtime: weir host module: %w", err)
-	}
 	return r, nil
+}
+
+// sandboxed sets what every plugin runtime enforces: calls stop when
+// their context ends, and memory is capped at pages.
+func sandboxed(rc wazero.RuntimeConfig, pages uint64) wazero.RuntimeConfig {
+	return rc.WithCloseOnContextDone(true).WithMemoryLimitPages(uint32(pages))
+}
+
+// newWazero makes a wazero runtime with the host modules plugins import:
+// WASI preview 1 and the weir module.
+func newWazero(ctx context.Context, rc wazero.RuntimeConfig) (wazero.Runtime, error) {
+	wz := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wz); err != nil {
+		_ = wz.Close(ctx)
+		return nil, fmt.Errorf("WASI: %w", err)
+	}
+	if err := instantiateHostModule(ctx, wz); err != nil {
+		_ = wz.Close(ctx)
+		return nil, fmt.Errorf("weir host module: %w", err)
+	}
+	return wz, nil
 }
 
 // CacheDir returns the compilation cache directory in use ("" for memory).
@@ -171,18 +186,9 @@ func (r *Runtime) startCompile(ctx context.Context, key [32]byte, wasm []byte, k
 // interpreter has nothing to cache).
 func (r *Runtime) interpreter(ctx context.Context) (wazero.Runtime, error) {
 	r.interpOnce.Do(func() {
-		rc := wazero.NewRuntimeConfigInterpreter().
-			WithCloseOnContextDone(true).
-			WithMemoryLimitPages(uint32(r.cfg.memoryLimit / 65536))
-		wz := wazero.NewRuntimeWithConfig(ctx, rc)
-		if _, err := wasi_snapshot_preview1.Instantiate(ctx, wz); err != nil {
-			_ = wz.Close(ctx)
-			r.interpErr = fmt.Errorf("plugin runtime: interpreter: WASI: %w", err)
-			return
-		}
-		if err := instantiateHostModule(ctx, wz); err != nil {
-			_ = wz.Close(ctx)
-			r.interpErr = fmt.Errorf("plugin runtime: interpreter: weir host module: %w", err)
+		wz, err := newWazero(ctx, sandboxed(wazero.NewRuntimeConfigInterpreter(), r.cfg.memoryLimit/65536))
+		if err != nil {
+			r.interpErr = fmt.Errorf("plugin runtime: interpreter: %w", err)
 			return
 		}
 		r.interp = wz
