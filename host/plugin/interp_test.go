@@ -198,3 +198,36 @@ func TestInterpreterStartPastItsDeadline(t *testing.T) {
 	require.Contains(t, logs.String(), "first instance exceeded its start deadline on the interpreter; compiling now")
 	require.Equal(t, 1, strings.Count(logs.String(), "compiling now"), "one fallback, then the compiled start's own error")
 }
+
+// TestInterpreterSharesAModule: one module loaded under two names (as the
+// first-party module is, under three) is compiled by the interpreter once,
+// shared until both plugins run compiled code, then released.
+func TestInterpreterSharesAModule(t *testing.T) {
+	ctx := context.Background()
+	rt := interpRuntime(t, t.TempDir(), false)
+	var ps [2]*plugin.Plugin
+	var wg sync.WaitGroup
+	for i, name := range []string{"one", "two"} {
+		wg.Go(func() {
+			p, err := rt.Load(ctx, name, module(t, "benign"))
+			require.NoError(t, err)
+			ps[i] = p
+		})
+	}
+	wg.Wait()
+	require.Equal(t, []int{2}, plugin.InterpModules(rt), "one interpreted module, used by both plugins")
+	for _, p := range ps {
+		require.True(t, p.Interpreted())
+		got, err := p.RenderPrompt(ctx, nil, goodReq)
+		require.NoError(t, err)
+		require.Equal(t, "route=/good", got)
+	}
+	require.NoError(t, rt.WaitCompiled(ctx))
+	require.Empty(t, plugin.InterpModules(rt), "released once both run compiled code")
+	for _, p := range ps {
+		require.False(t, p.Interpreted())
+		got, err := p.RenderPrompt(ctx, nil, goodReq)
+		require.NoError(t, err)
+		require.Equal(t, "route=/good", got)
+	}
+}

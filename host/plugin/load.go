@@ -99,7 +99,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 		if onCompile != nil {
 			onCompile()
 		}
-		mod, err := wz.CompileModule(ctx, wasm)
+		mod, err := r.interpCompile(ctx, wz, sum, wasm)
 		if err != nil {
 			return nil, invalid("compile: "+err.Error(), err)
 		}
@@ -135,7 +135,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	// instance that started is closed by the pool).
 	discardInterp := func() {
 		if interp {
-			_ = p.code.mod.Close(context.WithoutCancel(ctx))
+			r.interpRelease(sum)
 		}
 	}
 
@@ -200,7 +200,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 				r.upgrading.finish()
 				return
 			}
-			p.upgrade(e, p.current(), record)
+			p.upgrade(e, record)
 		}()
 	}
 	p.log.Debug("loaded", "kinds", kindNames(desc.Kinds), "version", desc.Version, "sdk", desc.Sdk)

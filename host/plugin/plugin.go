@@ -56,7 +56,7 @@ func (p *Plugin) stale(in *instance) bool { return in.code != p.current() }
 // interpreter and then makes it the plugin's code: new instances start
 // from it, and the interpreter's are retired as they come back to the
 // pool. A failed compilation leaves the plugin on the interpreter.
-func (p *Plugin) upgrade(e *compileEntry, interp *code, record string) {
+func (p *Plugin) upgrade(e *compileEntry, record string) {
 	defer p.rt.upgrading.finish()
 	<-e.done
 	if e.err != nil {
@@ -70,8 +70,7 @@ func (p *Plugin) upgrade(e *compileEntry, interp *code, record string) {
 	p.mu.Unlock()
 	close(p.compiled)
 	p.pool.retire(p.stale)
-	// Safe with calls in flight on the interpreter (wazero).
-	_ = interp.mod.Close(context.Background())
+	p.rt.interpRelease(p.sum)
 	p.log.Debug("compiled; instances now start from the compiled module")
 }
 

@@ -45,6 +45,11 @@ type Runtime struct {
 	interpOnce sync.Once
 	interp     wazero.Runtime
 	interpErr  error
+	// interpMods are the modules the interpreter compiled, by SHA-256,
+	// shared by the plugins loaded from one module (the first-party
+	// module under its three names) until each has moved to the compiled
+	// module; under mu.
+	interpMods map[[32]byte]*interpModule
 	// upgrading counts the plugins served by the interpreter that wait
 	// for their compilation (see Plugin.upgrade); Close lets them finish.
 	upgrading counter
@@ -272,6 +277,65 @@ func (r *Runtime) forget(key [32]byte) {
 	r.mu.Lock()
 	delete(r.compiled, key)
 	r.mu.Unlock()
+}
+
+// interpModule is a module compiled by the interpreter and how many
+// plugins use it.
+type interpModule struct {
+	ready chan struct{} // closed when mod or err is set
+	mod   wazero.CompiledModule
+	err   error
+	refs  int
+}
+
+// interpCompile returns the interpreter wz's compilation of wasm, whose
+// SHA-256 is sum, compiling it at most once for the plugins that use it
+// at the same time. Give it back with interpRelease.
+func (r *Runtime) interpCompile(ctx context.Context, wz wazero.Runtime, sum [32]byte, wasm []byte) (wazero.CompiledModule, error) {
+	r.mu.Lock()
+	e, ok := r.interpMods[sum]
+	if !ok {
+		e = &interpModule{ready: make(chan struct{})}
+		if r.interpMods == nil {
+			r.interpMods = map[[32]byte]*interpModule{}
+		}
+		r.interpMods[sum] = e
+	}
+	e.refs++
+	r.mu.Unlock()
+	if !ok {
+		e.mod, e.err = wz.CompileModule(ctx, wasm)
+		close(e.ready)
+	}
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		r.interpRelease(sum)
+		return nil, ctx.Err()
+	}
+	if e.err != nil {
+		r.interpRelease(sum)
+		return nil, e.err
+	}
+	return e.mod, nil
+}
+
+// interpRelease gives back a module of interpCompile; the last user closes
+// it (safe with calls in flight on the interpreter: wazero).
+func (r *Runtime) interpRelease(sum [32]byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.interpMods[sum]
+	if e == nil {
+		return
+	}
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	delete(r.interpMods, sum)
+	if e.mod != nil {
+		_ = e.mod.Close(context.Background())
+	}
 }
 
 // WaitCompiled waits until the plugins loaded on the interpreter
