@@ -54,21 +54,58 @@ func Missing(tb Stopper, what, install string) {
 	tb.Skipf("skipped: %s is missing; %s to run this test", what, install)
 }
 
-// CFlags are the flags of every C guest build; README.md of sdk/c states
-// them for authors.
-var CFlags = []string{
-	"--target=wasm32-wasi", "-mexec-model=reactor", "-mbulk-memory",
-	"-O2", "-Wall", "-Wextra", "-Werror", "-Wl,--strip-all",
+// CCompileFlags are the flags that compile each C source of a guest to an
+// object file, and CLinkFlags the flags that link the objects into the
+// module; README.md of sdk/c states both for authors. The two steps are
+// separate on purpose: clang runs binaryen's wasm-opt after linking when
+// the link command carries an -O flag and wasm-opt is on PATH, and the
+// wasm-opt a system installs may reject the bulk-memory instructions
+// -mbulk-memory emits ("Fatal: error validating input"). A link without
+// -O never runs it, so the build is the same with or without binaryen.
+var (
+	CCompileFlags = []string{"--target=wasm32-wasi", "-mbulk-memory", "-O2", "-Wall", "-Wextra", "-Werror"}
+	CLinkFlags    = []string{"--target=wasm32-wasi", "-mexec-model=reactor", "-Wl,--strip-all"}
+)
+
+// sysroot is the --sysroot flag when WASI_SYSROOT names one. Debian's
+// wasi-libc installs its headers and libc under its multiarch layout
+// (/usr/include/wasm32-wasi), which clang finds without --sysroot.
+func sysroot() []string {
+	if s := os.Getenv("WASI_SYSROOT"); s != "" {
+		return []string{"--sysroot=" + s}
+	}
+	return nil
 }
 
-// wasiSysroot is where Debian's wasi-libc installs its headers and libc.a
-// under its multiarch layout (/usr/include/wasm32-wasi); clang finds them
-// without --sysroot. Another sysroot can be named in WASI_SYSROOT.
-func cArgs() []string {
-	if s := os.Getenv("WASI_SYSROOT"); s != "" {
-		return append([]string{"--sysroot=" + s}, CFlags...)
+// CompileC builds the C sources srcs (each compiled with the SDK's
+// include folder inc) into the module out with the documented commands:
+// one clang -c per source into a folder next to out, then one link. env
+// is the commands' environment (nil: the test's own).
+func CompileC(inc, out string, srcs []string, env []string) error {
+	objs := make([]string, 0, len(srcs))
+	for i, src := range srcs {
+		obj := fmt.Sprintf("%s.%d.o", out, i)
+		args := append(append(append([]string{}, sysroot()...), CCompileFlags...), "-I", inc, "-c", "-o", obj, src)
+		if err := runClang(args, env); err != nil {
+			return err
+		}
+		defer os.Remove(obj)
+		objs = append(objs, obj)
 	}
-	return CFlags
+	args := append(append(append([]string{}, sysroot()...), CLinkFlags...), "-o", out)
+	return runClang(append(args, objs...), env)
+}
+
+func runClang(args, env []string) error {
+	cmd := exec.Command("clang", args...)
+	cmd.Env = env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		if bytes.Contains(b, []byte("wasi")) || bytes.Contains(b, []byte("libclang_rt")) {
+			return fmt.Errorf("clang: %v (is wasi-libc and libclang-rt-dev-wasm32 installed?)\n%s", err, b)
+		}
+		return fmt.Errorf("clang: %v\n%s", err, b)
+	}
+	return nil
 }
 
 // toolVersion is the first line of a tool's --version output, part of the
@@ -165,20 +202,11 @@ func BuildC(tb testing.TB, dir string) []byte {
 		rel = append(rel, r)
 	}
 	var h bytes.Buffer
-	fmt.Fprintf(&h, "%s\x00%s\x00", toolVersion(tb, "clang", "--version"), strings.Join(cArgs(), " "))
+	fmt.Fprintf(&h, "%s\x00%s\x00%s\x00%s\x00", toolVersion(tb, "clang", "--version"),
+		strings.Join(sysroot(), " "), strings.Join(CCompileFlags, " "), strings.Join(CLinkFlags, " "))
 	hashFiles(tb, &h, root, rel)
 	return cached(tb, "c-"+filepath.Base(dir), digest(&h), func(out string) error {
-		args := append(append([]string{}, cArgs()...), "-I", inc, "-o", out)
-		args = append(args, srcs...)
-		args = append(args, filepath.Join(inc, "weir.c"))
-		cmd := exec.Command("clang", args...)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			if bytes.Contains(b, []byte("wasi")) || bytes.Contains(b, []byte("libclang_rt")) {
-				return fmt.Errorf("clang: %v (is wasi-libc and libclang-rt-dev-wasm32 installed?)\n%s", err, b)
-			}
-			return fmt.Errorf("clang: %v\n%s", err, b)
-		}
-		return nil
+		return CompileC(inc, out, append(srcs, filepath.Join(inc, "weir.c")), nil)
 	})
 }
 
