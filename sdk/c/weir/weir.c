@@ -357,6 +357,11 @@ static int decode_compaction(const uint8_t *in, size_t n, weir_compaction_reques
 			if (want(&r, &f, WEIR_WIRE_LEN))
 				req->state = f.s;
 			break;
+		case 8:
+		case 9:
+			if (want(&r, &f, WEIR_WIRE_VARINT))
+				*(f.num == 8 ? &req->region_start_seq : &req->region_end_seq) = (int64_t)f.u;
+			break;
 		}
 	}
 	return r.err ? -1 : 0;
@@ -395,6 +400,10 @@ void weir_propose(weir_compaction_result *res, const weir_proposal *p) {
 
 void weir_set_state(weir_compaction_result *res, const void *state, size_t n) {
 	weir_pb_bytes(res->msg, 2, state, n); /* optional: present even when empty */
+}
+
+void weir_set_idle_below_tokens(weir_compaction_result *res, int64_t tokens) {
+	weir_pb_int(res->msg, 3, tokens, 1); /* optional: present even when 0 */
 }
 
 /* ------------------------------------------------------------ dispatcher */
@@ -531,6 +540,12 @@ static uint64_t do_describe(void) {
 	weir_pb_bytes(&result, 5, WEIR_SDK_VERSION, strlen(WEIR_SDK_VERSION));
 	for (size_t i = 0; i < p->nevents; i++)
 		weir_pb_bytes(&result, 6, p->events[i], strlen(p->events[i]));
+	weir_pb_uint(&result, 7, p->render_on_change ? 1 : 0, 0);
+	weir_pb_uint(&result, 8, p->warm_state ? 1 : 0, 0);
+	if (p->compact && p->compaction_region) {
+		uint8_t methods[1] = {WEIR_METHOD_COMPACTION_REGION}; /* packed */
+		weir_pb_bytes(&result, 9, methods, sizeof methods);
+	}
 	return ok();
 }
 
@@ -587,6 +602,10 @@ uint64_t weir_call(uint32_t method, uint32_t n) {
 	case WEIR_METHOD_COMPACTION_MANUAL:
 	case WEIR_METHOD_COMPACTION_OVERFLOW:
 		return do_compact((int)method, in, n);
+	case WEIR_METHOD_COMPACTION_REGION:
+		if (!weir_plugin.compaction_region)
+			return failz(WEIR_STATUS_UNSUPPORTED, "compaction.region: the plugin does not declare it");
+		return do_compact((int)method, in, n);
 	case WEIR_METHOD_METER_OBSERVE:
 	case WEIR_METHOD_METER_MEASURE: {
 		if (!weir_plugin.meter)
@@ -602,6 +621,7 @@ uint64_t weir_call(uint32_t method, uint32_t n) {
 
 WEIR_IMPORT("surface_nodes") int32_t weir_imp_surface_nodes(uint8_t *buf, uint32_t limit);
 WEIR_IMPORT("message") int32_t weir_imp_message(int64_t seq, uint8_t *buf, uint32_t limit);
+WEIR_IMPORT("event") int32_t weir_imp_event(int64_t seq, uint8_t *buf, uint32_t limit);
 WEIR_IMPORT("generations") int32_t weir_imp_generations(uint8_t *buf, uint32_t limit);
 WEIR_IMPORT("header") int32_t weir_imp_header(uint8_t *buf, uint32_t limit);
 WEIR_IMPORT("measure") int32_t weir_imp_measure(uint8_t *buf, uint32_t limit);
@@ -636,12 +656,13 @@ static void note_error(int code) {
 	}
 }
 
-enum { Q_SURFACE, Q_MESSAGE, Q_GENERATIONS, Q_HEADER, Q_MEASURE, Q_SUMMARIZE };
+enum { Q_SURFACE, Q_MESSAGE, Q_EVENT, Q_GENERATIONS, Q_HEADER, Q_MEASURE, Q_SUMMARIZE };
 
 static int32_t raw_query(int which, uint8_t *buf, uint32_t limit) {
 	switch (which) {
 	case Q_SURFACE: return weir_imp_surface_nodes(buf, limit);
 	case Q_MESSAGE: return weir_imp_message(cur_seq, buf, limit);
+	case Q_EVENT: return weir_imp_event(cur_seq, buf, limit);
 	case Q_GENERATIONS: return weir_imp_generations(buf, limit);
 	case Q_HEADER: return weir_imp_header(buf, limit);
 	case Q_MEASURE: return weir_imp_measure(buf, limit);
@@ -740,6 +761,25 @@ int weir_message(int64_t seq, weir_str *json) {
 }
 
 int weir_header(weir_str *json) { return query(Q_HEADER, json); }
+
+int weir_event(int64_t seq, weir_event_data *ev) {
+	weir_str a;
+	cur_seq = seq;
+	int rc = query(Q_EVENT, &a);
+	if (rc < 0)
+		return rc;
+	memset(ev, 0, sizeof *ev);
+	weir_reader r = weir_reader_of(a.data, a.len);
+	weir_field f;
+	while (weir_next(&r, &f)) {
+		switch (f.num) {
+		case 1: if (want(&r, &f, WEIR_WIRE_VARINT)) ev->seq = (int64_t)f.u; break;
+		case 2: if (want(&r, &f, WEIR_WIRE_LEN)) ev->type = f.s; break;
+		case 3: if (want(&r, &f, WEIR_WIRE_LEN)) ev->data = f.s; break;
+		}
+	}
+	return r.err ? malformed("event") : rc;
+}
 
 int weir_generations_get(weir_generations *g) {
 	weir_str a;

@@ -8,8 +8,13 @@
  * frames, frames the results, and wraps the host imports with the
  * (buf, limit) retry. Build (see README.md):
  *
- *   clang --target=wasm32-wasi -mexec-model=reactor -mbulk-memory -O2 \
- *     -Wl,--strip-all -o plugin.wasm plugin.c weir.c
+ *   clang --target=wasm32-wasi -mbulk-memory -O2 -c -o plugin.o plugin.c
+ *   clang --target=wasm32-wasi -mbulk-memory -O2 -c -o weir.o weir.c
+ *   clang --target=wasm32-wasi -mexec-model=reactor -Wl,--strip-all \
+ *     -o plugin.wasm plugin.o weir.o
+ *
+ * (no -O on the link: clang would run binaryen's wasm-opt, which may
+ * reject the bulk-memory instructions)
  *
  * Byte strings are (pointer, length) pairs, never NUL-terminated unless a
  * comment says so. Decoded requests point into the input buffer: they are
@@ -53,6 +58,7 @@ enum weir_method {
 	WEIR_METHOD_COMPACTION_PRESTEP = 32,
 	WEIR_METHOD_COMPACTION_MANUAL = 33,
 	WEIR_METHOD_COMPACTION_OVERFLOW = 34,
+	WEIR_METHOD_COMPACTION_REGION = 35, /* minor 2, optional: set weir_plugin.compaction_region */
 	WEIR_METHOD_METER_OBSERVE = 48,
 	WEIR_METHOD_METER_MEASURE = 49,
 };
@@ -187,6 +193,10 @@ typedef struct weir_compaction_request {
 	weir_str failure_code;
 	weir_str failure_message;
 	weir_str state; /* the plugin's stored state blob */
+	/* compaction.region (minor 2): the first and last seq of the current
+	 * surface nodes to compact, inclusive; 0 for the other methods. */
+	int64_t region_start_seq;
+	int64_t region_end_seq;
 } weir_compaction_request;
 
 /* ------------------------------------------------------------ results */
@@ -219,6 +229,12 @@ typedef struct weir_compaction_result {
  * (never called: the host keeps the stored one). */
 void weir_propose(weir_compaction_result *res, const weir_proposal *p);
 void weir_set_state(weir_compaction_result *res, const void *state, size_t n);
+/* weir_set_idle_below_tokens (minor 2, compaction.prestep only) promises
+ * the plugin has nothing to do before a step while the measured total
+ * stays below tokens, the latest request header, route and limits are
+ * those of this call and its state is unchanged; the host may skip
+ * compaction.prestep while that holds (CompactionResult.idle_below_tokens). */
+void weir_set_idle_below_tokens(weir_compaction_result *res, int64_t tokens);
 
 /* ------------------------------------------------------------ the plugin */
 
@@ -245,6 +261,17 @@ struct weir_plugin {
 	/* Ignorable event types the plugin may propose (describe, minor 2). */
 	const char *const *events;
 	size_t nevents;
+	/* render_on_change (describe, minor 2): render_prompt is a pure
+	 * function of its request and the configuration, so the host may reuse
+	 * the last prompt while the request is byte for byte the last one. */
+	int render_on_change;
+	/* warm_state (describe, minor 2): the meter understands state keys
+	 * (ObserveRequest/MeasureRequest state_key and the rest). */
+	int warm_state;
+	/* compaction_region (describe methods, minor 2): compact also handles
+	 * WEIR_METHOD_COMPACTION_REGION, with req->region_start_seq and
+	 * req->region_end_seq set. */
+	int compaction_region;
 };
 
 /* The plugin defines this. */
@@ -281,6 +308,17 @@ typedef struct weir_node {
 int weir_surface_nodes(weir_node **nodes, size_t *n);
 int weir_message(int64_t seq, weir_str *json);
 int weir_header(weir_str *json);
+
+/* The committed event at seq, on the surface or not (the event import,
+ * minor 2; EventData). data is the event's data member as stored (JSON),
+ * e.g. a tool result's turn and step. */
+typedef struct weir_event_data {
+	int64_t seq;
+	weir_str type;
+	weir_str data;
+} weir_event_data;
+
+int weir_event(int64_t seq, weir_event_data *ev);
 
 typedef struct weir_generations {
 	int64_t replace;
