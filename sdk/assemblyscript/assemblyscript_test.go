@@ -37,3 +37,6 @@ func TestFailures(t *testing.T) {
 
 // A token meter written at the wire level with the SDK's protobuf helpers.
 func TestWireLevelMeter(t *testing.T) { guesttest.Meter(t, guesttest.BuildAS(t, "testdata/meter")) }
+
+// The minor-2 parts of the ABI through the SDK.
+func TestMinor2(t *testing.T) { guesttest.Minor2(t, guesttest.BuildAS(t, "testdata/minor2")) }

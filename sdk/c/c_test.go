@@ -4,7 +4,6 @@
 package c_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/weirhost/weir/sdk/abi"
 	"github.com/weirhost/weir/sdk/internal/guesttest"
-	"github.com/weirhost/weir/sdk/plugintest"
 )
 
 func TestMain(m *testing.M) { guesttest.Main(m) }
@@ -82,34 +80,5 @@ func TestBuildIgnoresWasmOpt(t *testing.T) {
 	}
 }
 
-// The minor-2 parts of the ABI through the SDK: describe's
-// render_on_change, events and methods, compaction.region with its seqs,
-// the event import, and idle_below_tokens.
-func TestMinor2(t *testing.T) {
-	p := plugintest.LoadBytes(t, "minor2", guesttest.BuildC(t, "testdata/minor2"))
-	d := p.Description()
-	require.True(t, d.RenderOnChange)
-	require.Equal(t, []string{"minor2/region"}, d.Events)
-	require.Equal(t, []abi.Method{abi.MethodCompactionRegion}, d.Methods)
-	require.False(t, d.WarmState)
-
-	ctx := context.Background()
-	s := &plugintest.Session{Events: map[int64]abi.EventData{
-		5: {Seq: 5, Type: "tool/result", Data: []byte(`{"turn":2,"step":3}`)},
-	}}
-	res, err := p.PreStep(ctx, s, &abi.CompactionRequest{Turn: 1})
-	require.NoError(t, err)
-	require.True(t, res.HasIdleBelowTokens)
-	require.Equal(t, int64(1000), res.IdleBelowTokens)
-
-	res, err = p.Region(ctx, s, &abi.CompactionRequest{Turn: 2, RegionStartSeq: 5, RegionEndSeq: 9})
-	require.NoError(t, err)
-	require.False(t, res.HasIdleBelowTokens)
-	require.Len(t, res.Proposals, 1)
-	require.Equal(t, "minor2/region", res.Proposals[0].Type)
-	require.True(t, res.Proposals[0].Ignorable)
-	require.JSONEq(t, `{"start":5,"end":9,"type":"tool/result","data":{"turn":2,"step":3}}`, string(res.Proposals[0].Data))
-
-	_, err = p.Region(ctx, s, &abi.CompactionRequest{RegionStartSeq: 6, RegionEndSeq: 9})
-	require.ErrorContains(t, err, "event: ")
-}
+// The minor-2 parts of the ABI through the SDK.
+func TestMinor2(t *testing.T) { guesttest.Minor2(t, guesttest.BuildC(t, "testdata/minor2")) }

@@ -46,6 +46,9 @@ export const METHOD_PROMPT_RENDER: u32 = 16;
 export const METHOD_COMPACTION_PRESTEP: u32 = 32;
 export const METHOD_COMPACTION_MANUAL: u32 = 33;
 export const METHOD_COMPACTION_OVERFLOW: u32 = 34;
+// Minor 2, optional: the host calls it only on a plugin whose
+// compactionRegion() is true.
+export const METHOD_COMPACTION_REGION: u32 = 35;
 export const METHOD_METER_OBSERVE: u32 = 48;
 export const METHOD_METER_MEASURE: u32 = 49;
 
@@ -291,6 +294,10 @@ export class CompactionRequest {
   failureCode: string = "";
   failureMessage: string = "";
   state: Uint8Array = new Uint8Array(0); // the plugin's stored state blob
+  // compaction.region (minor 2): the first and last seq of the current
+  // surface nodes to compact, inclusive; 0 for the other methods.
+  regionStartSeq: i64 = 0;
+  regionEndSeq: i64 = 0;
 }
 
 export enum Intent {
@@ -312,6 +319,12 @@ export class Proposal {
 export class CompactionResult {
   proposals: Proposal[] = [];
   state: Uint8Array | null = null; // null: keep the stored state
+  // idleBelowTokens (minor 2, compaction.prestep only), sent when >= 0:
+  // the plugin has nothing to do before a step while the measured total
+  // stays below this many tokens, the latest request header, route and
+  // limits are those of this call and its state is unchanged; the host may
+  // skip compaction.prestep while that holds. -1: no promise.
+  idleBelowTokens: i64 = -1;
 }
 
 // ------------------------------------------------------------ the plugin
@@ -327,6 +340,25 @@ export abstract class Plugin {
   // events lists the ignorable event types the plugin may propose.
   events(): string[] {
     return [];
+  }
+
+  // renderOnChange (describe, minor 2): renderPrompt is a pure function of
+  // its request and the configuration, so the host may reuse the last
+  // prompt while the request is byte for byte the last one.
+  renderOnChange(): bool {
+    return false;
+  }
+
+  // warmState (describe, minor 2): the meter understands state keys
+  // (ObserveRequest/MeasureRequest state_key and the rest).
+  warmState(): bool {
+    return false;
+  }
+
+  // compactionRegion (describe methods, minor 2): compact also handles
+  // METHOD_COMPACTION_REGION, with req.regionStartSeq and req.regionEndSeq.
+  compactionRegion(): bool {
+    return false;
   }
 
   // configure gets the plugin configuration JSON ("" when none); call
@@ -346,7 +378,8 @@ export abstract class Plugin {
     fail("not a token-meter provider");
   }
 
-  // compact handles the three compaction methods (METHOD_COMPACTION_*).
+  // compact handles the compaction methods (METHOD_COMPACTION_*; REGION
+  // only when compactionRegion() is true).
   // Return null to propose nothing and keep the state.
   compact(method: u32, req: CompactionRequest): CompactionResult | null {
     fail("not a compaction provider");
@@ -445,7 +478,10 @@ export function weir_call(method: u32, n: u32): u64 {
     if (prompt.length) result.str(1, prompt);
     return finish();
   }
-  if (method >= METHOD_COMPACTION_PRESTEP && method <= METHOD_COMPACTION_OVERFLOW) {
+  if (method >= METHOD_COMPACTION_PRESTEP && method <= METHOD_COMPACTION_REGION) {
+    if (method == METHOD_COMPACTION_REGION && !(provides(p, KIND_COMPACTION) && p.compactionRegion())) {
+      return answer(STATUS_UNSUPPORTED, "compaction.region: the plugin does not declare it");
+    }
     if (!provides(p, KIND_COMPACTION)) return answer(STATUS_UNSUPPORTED, "plugin is not a compaction provider");
     const req = decodeCompaction(input.ptr, n);
     if (req === null) return answer(STATUS_BAD_REQUEST, "compaction: the CompactionRequest did not decode");
@@ -499,6 +535,13 @@ function describe(p: Plugin): u64 {
   result.str(5, SDK_VERSION);
   const events = p.events();
   for (let i = 0; i < events.length; i++) result.str(6, events[i]);
+  result.uint(7, p.renderOnChange() ? 1 : 0);
+  result.uint(8, p.warmState() ? 1 : 0);
+  if (provides(p, KIND_COMPACTION) && p.compactionRegion()) {
+    const m = result.begin(9); // packed
+    result.varint(METHOD_COMPACTION_REGION);
+    result.end(m);
+  }
   return ok();
 }
 
@@ -574,6 +617,8 @@ function decodeCompaction(p: usize, n: u32): CompactionRequest | null {
       req.failureCode = pair[0];
       req.failureMessage = pair[1];
     } else if (r.num == 7 && r.is(WIRE_LEN)) req.state = r.bytes();
+    else if (r.num == 8 && r.is(WIRE_VARINT)) req.regionStartSeq = <i64>r.u;
+    else if (r.num == 9 && r.is(WIRE_VARINT)) req.regionEndSeq = <i64>r.u;
   }
   return r.err ? null : req;
 }
@@ -608,6 +653,10 @@ function encodeCompactionResult(res: CompactionResult): void {
   }
   const state = res.state;
   if (state !== null) result.blob(2, state); // optional: present even when empty
+  if (res.idleBelowTokens >= 0) {
+    result.tag(3, WIRE_VARINT); // optional: present even when 0
+    result.varint(<u64>res.idleBelowTokens);
+  }
 }
 
 // ------------------------------------------------------------ host imports
@@ -618,6 +667,9 @@ declare function imp_surface_nodes(buf: usize, limit: u32): i32;
 // @ts-ignore: decorator
 @external("weir", "message")
 declare function imp_message(seq: i64, buf: usize, limit: u32): i32;
+// @ts-ignore: decorator
+@external("weir", "event")
+declare function imp_event(seq: i64, buf: usize, limit: u32): i32;
 // @ts-ignore: decorator
 @external("weir", "generations")
 declare function imp_generations(buf: usize, limit: u32): i32;
@@ -694,6 +746,7 @@ const Q_GENERATIONS = 2;
 const Q_HEADER = 3;
 const Q_MEASURE = 4;
 const Q_SUMMARIZE = 5;
+const Q_EVENT = 6;
 let querySeq: i64 = 0;
 
 function rawQuery(which: i32, buf: usize, limit: u32): i32 {
@@ -703,6 +756,7 @@ function rawQuery(which: i32, buf: usize, limit: u32): i32 {
     case Q_GENERATIONS: return imp_generations(buf, limit);
     case Q_HEADER: return imp_header(buf, limit);
     case Q_MEASURE: return imp_measure(buf, limit);
+    case Q_EVENT: return imp_event(querySeq, buf, limit);
   }
   return imp_summarize(sumReq.ptr, sumReq.len, buf, limit);
 }
@@ -776,6 +830,32 @@ export function surfaceNodes(): Node[] | null {
 export function message(seq: i64): string | null {
   querySeq = seq;
   return query("message", Q_MESSAGE) ? answerBuf.toString() : null;
+}
+
+export class EventData {
+  seq: i64 = 0;
+  type: string = ""; // "family/name"
+  data: string = ""; // the event's data member as stored, JSON
+}
+
+// event returns the committed event at seq, on the surface or not (minor
+// 2), e.g. a tool result's turn and step in its data; null on failure
+// (hostError(); not found past the end of the log).
+export function event(seq: i64): EventData | null {
+  querySeq = seq;
+  if (!query("event", Q_EVENT)) return null;
+  const e = new EventData();
+  const r = new Reader(answerBuf.ptr, answerBuf.len);
+  while (r.next()) {
+    if (r.num == 1 && r.is(WIRE_VARINT)) e.seq = <i64>r.u;
+    else if (r.num == 2 && r.is(WIRE_LEN)) e.type = r.string();
+    else if (r.num == 3 && r.is(WIRE_LEN)) e.data = r.string();
+  }
+  if (r.err) {
+    malformed("event");
+    return null;
+  }
+  return e;
 }
 
 // header returns the current request header JSON.

@@ -216,3 +216,37 @@ func load(t testing.TB, name string, wasm []byte, opts ...plugin.Option) *plugin
 	}
 	return plugintest.LoadBytes(t, name, wasm, opts...)
 }
+
+// Minor2 checks the minor-2 parts of the ABI through an SDK: describe's
+// render_on_change, events and methods, compaction.region with its seqs,
+// the event import, and idle_below_tokens.
+// testdata/minor2 of each SDK: a prompt and compaction provider using each
+// of them.
+func Minor2(t *testing.T, wasm []byte) {
+	p := load(t, "minor2", wasm)
+	d := p.Description()
+	require.True(t, d.RenderOnChange)
+	require.Equal(t, []string{"minor2/region"}, d.Events)
+	require.Equal(t, []abi.Method{abi.MethodCompactionRegion}, d.Methods)
+	require.False(t, d.WarmState)
+
+	ctx := context.Background()
+	s := &plugintest.Session{Events: map[int64]abi.EventData{
+		5: {Seq: 5, Type: "tool/result", Data: []byte(`{"turn":2,"step":3}`)},
+	}}
+	res, err := p.PreStep(ctx, s, &abi.CompactionRequest{Turn: 1})
+	require.NoError(t, err)
+	require.True(t, res.HasIdleBelowTokens)
+	require.Equal(t, int64(1000), res.IdleBelowTokens)
+
+	res, err = p.Region(ctx, s, &abi.CompactionRequest{Turn: 2, RegionStartSeq: 5, RegionEndSeq: 9})
+	require.NoError(t, err)
+	require.False(t, res.HasIdleBelowTokens)
+	require.Len(t, res.Proposals, 1)
+	require.Equal(t, "minor2/region", res.Proposals[0].Type)
+	require.True(t, res.Proposals[0].Ignorable)
+	require.JSONEq(t, `{"start":5,"end":9,"type":"tool/result","data":{"turn":2,"step":3}}`, string(res.Proposals[0].Data))
+
+	_, err = p.Region(ctx, s, &abi.CompactionRequest{RegionStartSeq: 6, RegionEndSeq: 9})
+	require.ErrorContains(t, err, "event: ")
+}
