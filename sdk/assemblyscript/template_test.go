@@ -1,7 +1,6 @@
 package assemblyscript_test
 
 import (
-	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -35,39 +34,5 @@ func TestTemplate(t *testing.T) {
 	npm("install", "--save-dev", sdk)
 	npm("run", "build")
 
-	r := guesttest.Host(t, dir, "plugins", "verify", "plugin.wasm")
-	require.Equal(t, 0, r.Code, r.Stderr)
-	require.Contains(t, r.Stdout, "ok: the module passes load-time validation")
-
-	conf := filepath.Join(dir, "weir.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte(`plugins:
-  - name: system-prompt
-    enabled: false
-  - name: my-prompt
-    path: ./plugin.wasm
-    role: system-prompt
-    config: {"footer": "Be brief."}
-`), 0o644))
-	file := filepath.Join(dir, "s.jsonl")
-	model := "offline:" + filepath.Join(guesttest.RepoRoot(t), "examples", "offline", "tour.json")
-	r = guesttest.Host(t, dir, "run", "--config", conf, "--model", model, "--session", file, "hello")
-	require.Equal(t, 0, r.Code, r.Stderr)
-
-	var prompt string
-	for _, e := range guesttest.ReadLog(t, file) {
-		require.NotEqual(t, "plugin/failure", e.Type, "no plugin failed: %s", e.Data)
-		if e.Type == "system/message" && prompt == "" {
-			var d struct {
-				Message struct {
-					Source  map[string]string `json:"source"`
-					Content []struct{ Text string }
-				} `json:"message"`
-			}
-			require.NoError(t, json.Unmarshal(e.Data, &d))
-			require.Equal(t, "my-prompt", d.Message.Source["plugin"])
-			require.Len(t, d.Message.Content, 1)
-			prompt = d.Message.Content[0].Text
-		}
-	}
-	require.True(t, strings.HasSuffix(prompt, "\n\nBe brief."), "the template's prompt ends with the configured footer: %q", prompt)
+	guesttest.Template(t, dir)
 }

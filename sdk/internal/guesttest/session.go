@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -340,4 +341,46 @@ func mustField(t *testing.T, data []byte, key string) json.RawMessage {
 	v, ok := m[key]
 	require.True(t, ok, "%s has no %q", data, key)
 	return v
+}
+
+// Template checks a template project built in dir (a folder outside the
+// repository): its plugin.wasm passes plugins verify, and a session
+// loading it as the system-prompt provider "my-prompt" with the footer
+// "Be brief." renders a prompt ending with the footer.
+func Template(t *testing.T, dir string) {
+	r := Host(t, dir, "plugins", "verify", "plugin.wasm")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "ok: the module passes load-time validation")
+
+	conf := filepath.Join(dir, "weir.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte(`plugins:
+  - name: system-prompt
+    enabled: false
+  - name: my-prompt
+    path: ./plugin.wasm
+    role: system-prompt
+    config: {"footer": "Be brief."}
+`), 0o644))
+	file := filepath.Join(dir, "s.jsonl")
+	model := "offline:" + filepath.Join(RepoRoot(t), "examples", "offline", "tour.json")
+	r = Host(t, dir, "run", "--config", conf, "--model", model, "--session", file, "hello")
+	require.Equal(t, 0, r.Code, r.Stderr)
+
+	var prompt string
+	for _, e := range ReadLog(t, file) {
+		require.NotEqual(t, "plugin/failure", e.Type, "no plugin failed: %s", e.Data)
+		if e.Type == "system/message" && prompt == "" {
+			var d struct {
+				Message struct {
+					Source  map[string]string `json:"source"`
+					Content []struct{ Text string }
+				} `json:"message"`
+			}
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			require.Equal(t, "my-prompt", d.Message.Source["plugin"])
+			require.Len(t, d.Message.Content, 1)
+			prompt = d.Message.Content[0].Text
+		}
+	}
+	require.True(t, strings.HasSuffix(prompt, "\n\nBe brief."), "the template's prompt ends with the configured footer: %q", prompt)
 }
