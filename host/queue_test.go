@@ -54,9 +54,20 @@ func TestCancelAnywhereLosesNoQueuedMessage(t *testing.T) {
 	full.turn("hello")
 	boundaries := int(full.s.Log().NextSeq() - from)
 	require.Greater(t, boundaries, 8)
+	t.Logf("a cancel before the run and after each of the turn's %d events", boundaries)
 
+	// The model honours its context, as a real client does: a cancel
+	// before the request ends the attempt with the context's error.
+	honour := func(c *Config) {
+		c.ModelInterceptors = []ModelInterceptor{func(ctx context.Context, req *llm.Request, on func(llm.Delta), next ModelCall) (*llm.Result, error) {
+			if err := ctx.Err(); err != nil {
+				return &llm.Result{}, err
+			}
+			return next(ctx, req, on)
+		}}
+	}
 	for n := 0; n <= boundaries; n++ {
-		h := newHarness(t, "sys", nil)
+		h := newHarness(t, "sys", honour)
 		h.model.then(callTool("c1", "echo", `{}`), reply("done"))
 		early := h.a.UserMessage("injected before the run")
 		h.a.Inject(early)
