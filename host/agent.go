@@ -436,6 +436,9 @@ type TurnResult struct {
 // given to its Run.
 func (a *Agent) Run(ctx context.Context, msgs ...*surface.Message) (*TurnResult, error) {
 	if err := ctx.Err(); err != nil {
+		if cause := context.Cause(ctx); cause != err {
+			return nil, fmt.Errorf("session %s: cannot run a turn: %w: %v", a.s.id, err, cause)
+		}
 		return nil, fmt.Errorf("session %s: cannot run a turn: %w", a.s.id, err)
 	}
 	release, err := a.s.acquire("run a turn")

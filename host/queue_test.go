@@ -176,6 +176,23 @@ func TestStepThatDoesNotEnterRequeues(t *testing.T) {
 	}
 }
 
+// Run on a context already done returns the context's error, naming its
+// cause, queues nothing and logs nothing; what was queued stays queued.
+func TestRunOnADoneContext(t *testing.T) {
+	h := newHarness(t, "sys", nil)
+	queued := h.a.UserMessage("queued")
+	h.a.Inject(queued)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("the user pressed stop"))
+	from := h.s.Log().NextSeq()
+	res, err := h.a.Run(ctx, h.a.UserMessage("refused"))
+	require.Nil(t, res)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "the user pressed stop")
+	require.Equal(t, from, h.s.Log().NextSeq())
+	require.Equal(t, []*surface.Message{queued}, h.a.TakePending())
+}
+
 // Session.Close while a turn runs returns ErrBusy and closes nothing; once
 // the turn returned, Close succeeds and Run returns ErrClosed.
 func TestCloseDuringATurnIsBusy(t *testing.T) {
