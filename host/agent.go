@@ -144,12 +144,13 @@ type Agent struct {
 	RequestErrorChain *waterfall.Chain[RequestError]
 
 	// mu guards what other goroutines may change while a turn runs: the
-	// inboxes and the settings (cfg.Sections, cfg.Route, the tools). The
+	// queue and the settings (cfg.Sections, cfg.Route, the tools). The
 	// turn reads the settings once per step into cur.
-	mu        sync.Mutex
-	inbox     []*surface.Message // next turn
-	stepInbox []*surface.Message // next step
-	cur       settings           // the current step's settings (the turn's goroutine only)
+	mu sync.Mutex
+	// queue holds the messages accepted by Run and Inject and not yet
+	// committed, in the order of the calls; see claim and requeue.
+	queue []*surface.Message
+	cur   settings // the current step's settings (the turn's goroutine only)
 
 	built    int
 	baseGen  uint64
@@ -367,10 +368,39 @@ func latestContext(l *surface.Log) *RequestContext {
 // first step of the next turn when none runs). It is safe to call from any
 // goroutine, also while a turn runs: a turn that would have ended takes
 // another step for a message injected before it decided to end.
+//
+// Queued messages enter the log in the order of the Inject and Run calls
+// that queued them. A queued message is never dropped: it is committed by
+// a step, or it stays queued (Pending counts it, TakePending hands it
+// back) when the turn ends before a step committed it (docs/embedding.md,
+// "Queued messages", lists each way a turn ends).
 func (a *Agent) Inject(m *surface.Message) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.stepInbox = append(a.stepInbox, m)
+	a.queue = append(a.queue, m)
+}
+
+// Pending reports how many queued messages (from Inject, or from a Run
+// whose turn ended before committing them) no step has committed yet. It
+// is safe to call from any goroutine; while a turn runs the answer may be
+// stale by the time it is read.
+func (a *Agent) Pending() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.queue)
+}
+
+// TakePending removes the queued messages no step has committed and
+// returns them in queue order: they will not be sent unless queued again.
+// It is safe to call from any goroutine; while a turn runs, a message the
+// running step already claimed is not among them (it is committed by that
+// step, or queued again if the step ends first).
+func (a *Agent) TakePending() []*surface.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	q := a.queue
+	a.queue = nil
+	return q
 }
 
 // UserMessage returns a user message holding text. It is safe to call from
@@ -387,62 +417,71 @@ type TurnResult struct {
 	Steps  int
 }
 
-// Run queues the given user messages for the next turn and runs turns while
-// the inbox holds work. It returns the last turn's result. The error is
-// non-nil only when the session itself failed (a log write, an invariant)
-// or was busy; model and tool failures end the turn with an error reason
-// instead (see TurnResult.Err).
+// Run queues the given user messages after any already queued and runs
+// turns while the queue holds work. It returns the last turn's result. The
+// error is non-nil only when the session itself failed (a log write, an
+// invariant), was busy or closed, or ctx was already done; model and tool
+// failures end the turn with an error reason instead (see TurnResult.Err).
+//
+// A turn that ends without completing (failed, aborted, blocked) stops
+// Run. A queued message its step did not commit stays queued, ahead of
+// later ones: Pending counts it and TakePending hands it back; nothing
+// queued is dropped.
 //
 // One turn runs on a session at a time: Run on a session whose turn is
 // running (on this agent or another) returns at once with an error
-// matching ErrBusy and queues nothing. Cancel a running turn through the
-// context given to its Run.
+// matching ErrBusy and queues nothing; on a closed session, one matching
+// ErrClosed. On a context already done, Run returns its error, queues
+// nothing and logs nothing. Cancel a running turn through the context
+// given to its Run.
 func (a *Agent) Run(ctx context.Context, msgs ...*surface.Message) (*TurnResult, error) {
+	if err := ctx.Err(); err != nil {
+		if cause := context.Cause(ctx); cause != err {
+			return nil, fmt.Errorf("session %s: cannot run a turn: %w: %v", a.s.id, err, cause)
+		}
+		return nil, fmt.Errorf("session %s: cannot run a turn: %w", a.s.id, err)
+	}
 	release, err := a.s.acquire("run a turn")
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	a.mu.Lock()
-	a.inbox = append(a.inbox, msgs...)
+	a.queue = append(a.queue, msgs...)
 	a.mu.Unlock()
 	var last *TurnResult
-	for last == nil || a.hasWork() {
+	for last == nil || a.Pending() > 0 {
+		if last != nil && ctx.Err() != nil {
+			break
+		}
 		res, err := a.tracedTurn(ctx)
 		if err != nil {
 			return res, err
 		}
 		last = res
-		if ctx.Err() != nil {
+		if res.Err() != nil {
 			break
 		}
 	}
 	return last, nil
 }
 
-// hasWork reports whether either inbox holds messages.
-func (a *Agent) hasWork() bool {
+// claim takes every queued message for the step about to run.
+func (a *Agent) claim() []*surface.Message {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.inbox) > 0 || len(a.stepInbox) > 0
-}
-
-// claim takes the messages a step enters: on the first step of a turn the
-// turn's inbox, then whatever was injected.
-func (a *Agent) claim(first bool) []*surface.Message {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var claimed []*surface.Message
-	if first {
-		claimed, a.inbox = a.inbox, nil
-	}
-	claimed, a.stepInbox = append(claimed, a.stepInbox...), nil
+	claimed := a.queue
+	a.queue = nil
 	return claimed
 }
 
-// injected reports whether messages wait for the next step.
-func (a *Agent) injected() bool {
+// requeue puts back, ahead of whatever was queued since, the messages a
+// step claimed and did not commit.
+func (a *Agent) requeue(claimed []*surface.Message) {
+	if len(claimed) == 0 {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.stepInbox) > 0
+	a.queue = append(slices.Clone(claimed), a.queue...)
 }

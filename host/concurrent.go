@@ -23,11 +23,24 @@ var ErrBusy = errors.New("session busy")
 // the turn.
 var ErrTurnOpen = errors.New("turn still open")
 
+// ErrClosed is matched by the error of an operation on a session Close
+// has closed (Agent.Run, NewAgent, CompactNow). Nothing was done or
+// queued; reopen the session.
+var ErrClosed = errors.New("session closed")
+
 // acquire takes the session for one driving operation (what names it in
-// the error) and returns the function that gives it back.
+// the error) and returns the function that gives it back. Close takes it
+// too, so a session is never closed under a running operation.
 func (s *Session) acquire(what string) (release func(), err error) {
 	if !s.busy.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("session %s: cannot %s: another turn or compaction is running on it: %w", s.id, what, ErrBusy)
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		s.busy.Store(false)
+		return nil, fmt.Errorf("session %s: cannot %s: %w", s.id, what, ErrClosed)
 	}
 	return func() { s.busy.Store(false) }, nil
 }

@@ -342,7 +342,10 @@ func TestTurnResultErr(t *testing.T) {
 	require.True(t, strings.HasPrefix(err.Error(), "turn 1 failed: "), err.Error())
 
 	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(errors.New("the user pressed stop"))
+	h.model.then(func(*llm.Request) (*llm.Result, error) {
+		cancel(errors.New("the user pressed stop"))
+		return &llm.Result{}, context.Cause(ctx)
+	})
 	res, rerr := h.a.Run(ctx, h.a.UserMessage("two"))
 	require.NoError(t, rerr)
 	require.ErrorIs(t, res.Err(), ErrTurnAborted)

@@ -2,7 +2,7 @@
 //
 // A [Session] owns one event log (surface.Log) and its durable store; it is
 // the only writer. An [Agent] drives turns over a session in the order the
-// design fixes: claim inbox → assemble prompt → project runtime context →
+// design fixes: claim the queue → assemble prompt → project runtime context →
 // pre-step waterfall → project system prompt → step/start → commit
 // system/message (when changed) → commit user messages → request waterfall →
 // request/header → request/context → stream → assistant/message (+usage) →

@@ -85,7 +85,17 @@ func OpenFile(path string, opts ...SessionOption) (*Session, error) {
 // Close flushes the session's committed events to its store, whatever the
 // store, and releases the store's writer (for a session Open returned).
 // It ends every subscription (their channels close). Close is idempotent.
+//
+// Close does not wait for a running operation: while a turn or a manual
+// compaction runs, it returns at once with an error matching ErrBusy and
+// closes nothing (cancel the turn's context, wait for its Run to return,
+// then close). After Close, Run, NewAgent and CompactNow return an error
+// matching ErrClosed.
 func (s *Session) Close() error {
+	if !s.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("session %s: cannot close: a turn or compaction is running on it; cancel it and close once it returns: %w", s.id, ErrBusy)
+	}
+	defer s.busy.Store(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.flushLocked(context.Background())

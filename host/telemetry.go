@@ -72,6 +72,9 @@ type telemetry struct {
 	conv     attribute.KeyValue // gen_ai.conversation.id
 	agent    string             // gen_ai.agent.name, "" when unnamed
 	turnName string             // the invoke_agent span's name
+	// server is server.address and server.port of the agent's model, for
+	// a model that says where it sends its requests (llm.Client does).
+	server []attribute.KeyValue
 
 	tokens         metric.Int64Histogram
 	opDuration     metric.Float64Histogram
@@ -112,6 +115,14 @@ func newTelemetry(cfg Config, session string) *telemetry {
 	}
 	if cfg.AgentName != "" {
 		t.turnName += " " + cfg.AgentName
+	}
+	if sv, ok := cfg.Model.(interface{ Server() (string, int) }); ok {
+		if addr, port := sv.Server(); addr != "" {
+			t.server = append(t.server, semconv.ServerAddress(addr))
+			if port > 0 {
+				t.server = append(t.server, semconv.ServerPort(port))
+			}
+		}
 	}
 	m := mp.Meter(InstrumentationName, metric.WithSchemaURL(semconv.SchemaURL))
 	var errs [4]error
@@ -239,6 +250,7 @@ func (t *telemetry) startChat(ctx context.Context, cfg surface.CallConfig, at at
 		AttrChatPurpose.String("step"),
 		AttrTurn.Int64(at.turn), AttrStep.Int64(at.step), AttrAttempt.Int(at.attempt),
 	}
+	attrs = append(attrs, t.server...)
 	if cfg.MaxTokens != nil {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokens(int(*cfg.MaxTokens)))
 	}
@@ -275,6 +287,15 @@ func (t *telemetry) finishChat(o chatObs, provider, model string, r *llm.Result,
 	common := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(provider), semconv.GenAIRequestModel(model)}
 	if r != nil && r.FinishReason != "" {
 		span.SetAttributes(semconv.GenAIResponseFinishReasons(finishReason(r.FinishReason)))
+	}
+	if r != nil && len(r.Stream) > 0 {
+		id, m := llm.ResponseOf(r.Stream)
+		if id != "" {
+			span.SetAttributes(semconv.GenAIResponseID(id))
+		}
+		if m != "" {
+			span.SetAttributes(semconv.GenAIResponseModel(m))
+		}
 	}
 	if r != nil && r.Usage != nil {
 		u := r.Usage

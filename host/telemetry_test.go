@@ -3,7 +3,9 @@ package host
 import (
 	"context"
 	"errors"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +18,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/host/llm/llmtest"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -517,4 +521,46 @@ func BenchmarkStepTracing(b *testing.B) {
 		defer mp.Shutdown(context.Background())
 		run(b, func(c *Config) { c.TracerProvider, c.MeterProvider = tp, mp })
 	})
+}
+
+// A chat span names the server the client sent the request to and, for
+// each API, the response id and the model that answered, read from what
+// the loopback server streamed.
+func TestTelemetryChatNamesServerAndResponse(t *testing.T) {
+	cases := []struct {
+		api       llm.API
+		id, model string
+	}{
+		{llm.APIOpenAI, "chatcmpl-llmtest", "llmtest"},
+		{llm.APIAnthropic, "msg_llmtest", "claude-llmtest"},
+		{llm.APIGemini, "resp-1", "gemini-llmtest"},
+	}
+	for _, c := range cases {
+		t.Run(string(c.api), func(t *testing.T) {
+			srv := llmtest.NewServerFor(t, string(c.api))
+			client, err := llm.NewClient(llm.ClientConfig{API: c.api, BaseURL: srv.URL(), APIKey: "sk-test-secret-key-0123456789"})
+			require.NoError(t, err)
+			rig := newOtelRig(t)
+			h := newHarness(t, "sys", func(cfg *Config) {
+				cfg.Model = client
+				rig.config(cfg)
+			})
+			srv.Push(scriptedReply{id: "resp-1", text: []string{"hi"}, input: 3, output: 1}.render(c.api))
+			require.Equal(t, surface.EndCompleted, h.turn("one").Reason.Kind)
+
+			u, err := url.Parse(srv.URL())
+			require.NoError(t, err)
+			port, err := strconv.Atoi(u.Port())
+			require.NoError(t, err)
+			chat := rig.tree(t).one("chat m1")
+			attrs := map[attribute.Key]attribute.Value{}
+			for _, kv := range chat.Attributes {
+				attrs[kv.Key] = kv.Value
+			}
+			require.Equal(t, u.Hostname(), attrs[semconv.ServerAddressKey].AsString())
+			require.Equal(t, int64(port), attrs[semconv.ServerPortKey].AsInt64())
+			require.Equal(t, c.id, attrs[semconv.GenAIResponseIDKey].AsString())
+			require.Equal(t, c.model, attrs[semconv.GenAIResponseModelKey].AsString())
+		})
+	}
 }

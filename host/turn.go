@@ -29,8 +29,11 @@ func (a *Agent) turn(ctx context.Context) (*TurnResult, error) {
 	a.overflow = 0
 	maxTokens := false
 	for step := int64(1); ; step++ {
-		claimed := a.claim(step == 1)
+		claimed := a.claim()
 		out, err := a.tracedStep(ctx, res.Turn, step, claimed)
+		if !out.committed {
+			a.requeue(claimed)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -46,7 +49,7 @@ func (a *Agent) turn(ctx context.Context) (*TurnResult, error) {
 		case out.continues:
 			res.Reason = surface.EndReason{Kind: surface.EndError, Error: &surface.CallError{
 				Message: fmt.Sprintf("the turn reached its limit of %d steps", a.cfg.MaxSteps), Code: "MAX_STEPS"}}
-		case a.injected():
+		case a.Pending() > 0:
 			continue // steering queued for the next step
 		case maxTokens:
 			res.Reason = surface.EndReason{Kind: surface.EndMaxTokens}
@@ -62,7 +65,10 @@ func (a *Agent) turn(ctx context.Context) (*TurnResult, error) {
 }
 
 type stepOutcome struct {
-	entered   bool
+	entered bool
+	// committed is set once the step's batch is in the log: the claimed
+	// messages are the step's; until then they go back to the queue.
+	committed bool
 	continues bool // tool calls ran: another step follows
 	maxTokens bool
 	end       *surface.EndReason
@@ -101,7 +107,9 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 		return stepOutcome{end: &surface.EndReason{Kind: surface.EndBlocked}}, nil
 	}
 	if step == 1 && len(d.Messages) == 0 {
-		return stepOutcome{end: &surface.EndReason{Kind: surface.EndCompleted}}, nil
+		// Nothing to send: the claimed batch was empty, or a handler
+		// replaced it with none (its decision, like a reject's).
+		return stepOutcome{committed: true, end: &surface.EndReason{Kind: surface.EndCompleted}}, nil
 	}
 	// Project the system prompt.
 	var commits []surface.PromptCommit
@@ -149,15 +157,22 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 			a.s.ReportFailure(by, err)
 		}
 	}
-	for _, m := range d.Messages {
+	// The batch is admitted all or nothing: either every claimed message
+	// is the step's, or none is and they go back to the queue.
+	batch := make([]surface.Proposal, len(d.Messages))
+	for i, m := range d.Messages {
 		data, err := surface.Data(m)
 		if err != nil {
-			return out, err
+			return out, fmt.Errorf("encode the step's message %d: %w", i, err)
 		}
-		if _, err := a.s.Propose(Proposer{Kind: ByLoop}, surface.Proposal{Type: surface.TypeUserMessage, Data: data, Op: surface.Append}); err != nil {
+		batch[i] = surface.Proposal{Type: surface.TypeUserMessage, Data: data, Op: surface.Append}
+	}
+	if len(batch) > 0 {
+		if _, err := a.s.Propose(Proposer{Kind: ByLoop}, batch...); err != nil {
 			return out, err
 		}
 	}
+	out.committed = true
 	// Attempts.
 	a.retries = 0
 	startsSeries := d.StartsSeries

@@ -13,10 +13,10 @@ import (
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/setup"
 	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/host/store/file"
 	"github.com/weirhost/weir/host/store/postgres"
-	"github.com/weirhost/weir/host/store/sqlite"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -30,25 +30,6 @@ func init() {
 // "postgres://..."), "file:DIR" for the file store of another folder, or
 // the path of one session file (ending in .jsonl).
 const storeSpecHelp = `"file" (sessions.dir), "file:DIR", "sqlite:PATH", "postgres://USER@HOST:PORT/DB" or a session file path ending in .jsonl`
-
-// openStore opens the store a spec names; dir is sessions.dir.
-func openStore(ctx context.Context, spec, dir string) (store.Store, error) {
-	switch {
-	case spec == "" || spec == "file":
-		return file.Dir(dir), nil
-	case strings.HasPrefix(spec, "file:"):
-		return file.Dir(strings.TrimPrefix(spec, "file:")), nil
-	case strings.HasSuffix(spec, file.Ext) && !strings.Contains(spec, "://"):
-		return file.Single(spec), nil
-	}
-	if why := config.StoreProblem(spec); why != "" {
-		return nil, fmt.Errorf("store: %s", why)
-	}
-	if strings.HasPrefix(spec, "sqlite:") {
-		return sqlite.Open(ctx, strings.TrimPrefix(spec, "sqlite:"))
-	}
-	return postgres.Open(ctx, spec, postgres.Password(postgres.PasswordEnv))
-}
 
 // isSessionFile says whether a command's SESSION argument names a file
 // rather than a session id of the configured store: it exists as a file,
@@ -79,7 +60,7 @@ func openSession(cfg *config.Config, ref string, mustExist bool, opts ...host.Se
 		return s, s.Close, nil
 	}
 	ctx := context.Background()
-	st, err := openStore(ctx, cfg.Sessions.Store, cfg.Sessions.Dir)
+	st, err := setup.OpenStore(ctx, cfg.Sessions.Store, cfg.Sessions.Dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,7 +101,7 @@ func loadStored(ref string) (*loaded, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	st, err := openStore(ctx, cfg.Sessions.Store, cfg.Sessions.Dir)
+	st, err := setup.OpenStore(ctx, cfg.Sessions.Store, cfg.Sessions.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +143,7 @@ func (o *storeFlags) open(ctx context.Context, e *env, name, spec string) (store
 	if spec == "" {
 		spec = cfg.Sessions.Store
 	}
-	return openStore(ctx, spec, cfg.Sessions.Dir)
+	return setup.OpenStore(ctx, spec, cfg.Sessions.Dir)
 }
 
 func sessionsCmd(e *env, args []string) error {

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/llm"
-	"github.com/weirhost/weir/host/plugin"
-	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/host/setup"
 	"github.com/weirhost/weir/plugins"
 	"github.com/weirhost/weir/surface"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -41,38 +41,29 @@ func Example() {
 		panic(err)
 	}
 	// A session in memory; host.Open keeps one in a store (a file, SQLite,
-	// PostgreSQL or your own: see store_test.go).
+	// PostgreSQL or your own: see store_test.go), and setup.OpenStore opens
+	// the store a sessions.store setting names.
 	s := host.NewSession("embedded", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
+	defer s.Close()
 
-	// The default providers are WebAssembly plugins embedded in the host's
-	// module: load them into one sandboxed runtime and adapt them. Compiled
-	// modules are kept in cacheDir ("" keeps them in memory: every process
-	// then compiles them again, several seconds). host/setup does all of
-	// this from a weir.yaml configuration.
-	rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(cacheDir))
+	// host/setup turns a configuration into a Host: the route, one
+	// sandboxed plugin runtime and the configured plugins (the default
+	// configuration's three first-party WebAssembly providers), shared by
+	// every session. The program gives its own route here, the scripted
+	// model. Compiled modules are kept in CacheDir ("" keeps them in
+	// memory: every process then compiles them again, several seconds).
+	cfg := config.Default() // or config.Load(config.Options{File: "weir.yaml"})
+	h, err := setup.New(ctx, cfg, &setup.Options{
+		Route: &setup.Route{Name: "offline",
+			Route: host.Route{Provider: "offline", Model: "script", ContextWindow: 8192},
+			Model: llm.NewScripted(model)},
+		PluginConfig: map[string][]byte{plugins.CompactionBasic: []byte(`{"headroomTokens": 1024}`)},
+		CacheDir:     cacheDir,
+	})
 	if err != nil {
 		panic(err)
 	}
-	defer rt.Close(ctx)
-	load := func(name string, role provider.Role, config string) *provider.Plugin {
-		p, err := provider.Load(ctx, rt, provider.Spec{Name: name, Role: role, Wasm: plugins.FirstParty[name], Config: []byte(config)})
-		if err != nil {
-			panic(err)
-		}
-		return p
-	}
-	prompt, err := load(plugins.SystemPrompt, provider.RoleSystemPrompt, "").SystemPrompt(s)
-	if err != nil {
-		panic(err)
-	}
-	compaction, err := load(plugins.CompactionBasic, provider.RoleCompaction, `{"headroomTokens": 1024}`).Compaction()
-	if err != nil {
-		panic(err)
-	}
-	meter, err := load(plugins.TokenMeter, provider.RoleTokenMeter, "").Meter(s)
-	if err != nil {
-		panic(err)
-	}
+	defer h.Close(ctx)
 
 	// An interceptor wraps every tool call (host.Config.ToolInterceptors;
 	// ModelInterceptors wrap the model calls): here an approval gate that
@@ -95,21 +86,19 @@ func Example() {
 	tracing := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	defer tracing.Shutdown(ctx)
 
-	agent, err := host.NewAgent(s, host.Config{
-		Route:            host.Route{Provider: "offline", Model: "script", ContextWindow: 8192},
-		Model:            llm.NewScripted(model),
-		Prompt:           prompt,
+	// One agent per session: what the host.Config leaves zero (the route,
+	// the model, the providers, limits) comes from the Host.
+	agent, err := h.Agent(s, host.Config{
 		Sections:         []host.Section{{Key: "base", Text: "You are terse."}},
 		Tools:            []host.Tool{shout},
 		ToolInterceptors: []host.ToolInterceptor{approve},
-		Compactors:       []host.CompactionProvider{compaction},
-		Meter:            meter,
 		TracerProvider:   tracing,
 		AgentName:        "embed-example",
 	})
 	if err != nil {
 		panic(err)
 	}
+	defer agent.Close() // the session's providers
 	// A subscriber follows the session from another goroutine: it gets
 	// every committed event, in order, without ever holding up the loop.
 	sub := s.Subscribe(0)
@@ -141,7 +130,7 @@ func Example() {
 	// Every request is a pure function of the log.
 	req, _ := host.BuildRequest(s.Log(), s.ID())
 	fmt.Println("next request:", len(req.Messages), "messages, first is", req.Messages[0].Role)
-	m, err := meter.Measure(ctx, nil)
+	m, err := agent.Providers.Meter.Measure(ctx, nil)
 	if err != nil {
 		panic(err)
 	}
