@@ -184,13 +184,12 @@ func orDefault(p eval.Prices) eval.Prices {
 
 // replaySet loads a set's plugins and replays the recording through them.
 func replaySet(ctx context.Context, e *env, cfg *config.Config, rec *eval.Recording, ns namedSet, opts eval.Options, log hclog.Logger) (*eval.Result, error) {
-	counter := opts.Counter
-	if counter == nil {
-		counter = eval.RouteCounter(rec.Route)
-	}
 	// The plugins are adapted to the recorded route, as run does for the
-	// selected one: the meter prices it with the report's tokenizer.
-	h, err := newHost(ctx, e, cfg, &setup.Route{Route: rec.Route, Tokenizer: counter.Name()}, log, nil)
+	// selected one: the meter prices it with the route's tokenizer, not
+	// the report's (--tokenizer changes the report's counting only). No
+	// meter state cache: eval writes nothing outside its output, and the
+	// cache entry of the recorded session is not the replay's.
+	h, err := newHostWith(ctx, e, cfg, &setup.Route{Route: rec.Route, Tokenizer: eval.RouteCounter(rec.Route).Name()}, log, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("set %q: %w", ns.name, err)
 	}

@@ -13,6 +13,9 @@
 // as fixed: a set that shows the model less would, in reality, have
 // received other replies; the report measures what would have been sent
 // for the same conversation, not how the conversation would have gone.
+// The baseline's replies carry the recorded usage; every other set's carry
+// the usage of its own requests as UsageModel prices them, so its meter
+// sees its own sizes.
 //
 // Nothing reaches the network unless Options.Summaries.Model is set: a
 // compaction's summarize call is answered by the recording when it holds

@@ -33,8 +33,9 @@ type Set struct {
 
 // Options configures a replay.
 type Options struct {
-	// Counter counts tokens; nil picks the route's tokenizer
-	// (RouteCounter).
+	// Counter counts the report's tokens; nil picks the route's tokenizer
+	// (RouteCounter). It changes the report only: the plugins and the
+	// UsageModel count with the route's tokenizer whatever it is.
 	Counter tokenizer.Counter
 	// Summaries configures the summarize calls new compactions need.
 	Summaries SummaryOptions
@@ -84,6 +85,7 @@ type driver struct {
 
 	counter  tokenizer.Counter
 	bpe      *tokenizer.Tokenizer
+	usage    *UsageModel // nil for the baseline: its usage is the recorded one
 	prev     requestText
 	prevIDs  []int
 	prevGen  uint64
@@ -91,15 +93,6 @@ type driver struct {
 	lastCmp  int // request index of the last counted prune pass
 	plugin   time.Duration
 	visible  []int
-}
-
-// requestText is what a request renders to for counting.
-type requestText struct {
-	system, tools, text string
-	// base is text without the generation prompt: what a continuation of
-	// the conversation extends.
-	base string
-	ok   bool
 }
 
 // Replay replays rec through set and reports what it would have sent. A
@@ -114,6 +107,9 @@ func Replay(ctx context.Context, rec *Recording, set Set, opts Options) (*Result
 		d.counter = RouteCounter(rec.Route)
 	}
 	d.bpe, _ = d.counter.(*tokenizer.Tokenizer)
+	if !set.Baseline {
+		d.usage = &UsageModel{Counter: RouteCounter(rec.Route)}
+	}
 	route := rec.Route
 	if set.ContextWindow > 0 {
 		route.ContextWindow = set.ContextWindow
@@ -302,10 +298,31 @@ func (m *replayModel) Stream(ctx context.Context, req *llm.Request, on func(llm.
 	}
 	res := *r.Result
 	res.Content = surface.CloneBlocks(r.Result.Content)
+	d.modelUsage(&res)
 	if r.Err != nil {
 		return &res, r.Err
 	}
 	return &res, nil
+}
+
+// modelUsage gives a set other than the baseline the UsageModel's usage
+// for its own request (the one measure just rendered), in place of the
+// recorded one, when the recording has a usage for the reply (a provider
+// that reports none reports none to every set).
+func (d *driver) modelUsage(res *llm.Result) {
+	if d.usage == nil || res.Usage == nil {
+		return
+	}
+	var u surface.Usage
+	if d.usage.Counter == d.counter {
+		// The report counts as the provider does: the same figures.
+		st := d.res.Requests[len(d.res.Requests)-1]
+		u = surface.Usage{Input: st.InputTokens - st.CachedTokens, CacheRead: st.CachedTokens}
+	} else {
+		u = d.usage.price(d.prev.text, 0)
+	}
+	u.Output, u.Reasoning = res.Usage.Output, res.Usage.Reasoning
+	res.Usage = &u
 }
 
 // replayTool answers each call with the next recorded tool result.
@@ -388,55 +405,6 @@ func (t *timedMeter) Measure(ctx context.Context, h *surface.Header) (*host.Meas
 	return t.m.Measure(ctx, h)
 }
 
-// render is what the model reads of a request, for counting: the tools'
-// schemas, then the messages through the DeepSeek V3 chat template.
-func render(req *llm.Request) requestText {
-	var tools strings.Builder
-	for _, t := range req.Tools {
-		tools.Write(t)
-		tools.WriteByte('\n')
-	}
-	var msgs []tokenizer.Message
-	var system []string
-	for _, m := range req.Messages {
-		switch m.Role {
-		case surface.RoleSystem:
-			text := surface.TextOf(m.Content)
-			system = append(system, text)
-			msgs = append(msgs, tokenizer.Message{Role: "system", Content: text})
-		case surface.RoleAssistant:
-			tm := tokenizer.Message{Role: "assistant"}
-			var text []string
-			for _, b := range m.Content {
-				switch b.Type {
-				case surface.BlockText:
-					text = append(text, b.Text)
-				case surface.BlockToolCall:
-					tm.ToolCalls = append(tm.ToolCalls, tokenizer.ToolCall{Name: b.Name, Arguments: b.Arguments})
-				}
-			}
-			tm.Content = strings.Join(text, "")
-			msgs = append(msgs, tm)
-		default:
-			var text []string
-			for _, b := range m.Content {
-				switch b.Type {
-				case surface.BlockToolResult:
-					msgs = append(msgs, tokenizer.Message{Role: "tool", Content: surface.TextOf(b.Content)})
-				case surface.BlockText:
-					text = append(text, b.Text)
-				}
-			}
-			if len(text) > 0 {
-				msgs = append(msgs, tokenizer.Message{Role: "user", Content: strings.Join(text, "\n\n")})
-			}
-		}
-	}
-	return requestText{system: strings.Join(system, "\x00"), tools: tools.String(),
-		text: tools.String() + tokenizer.RenderChat(msgs, true),
-		base: tools.String() + tokenizer.RenderChat(msgs, false), ok: true}
-}
-
 // measure records request n (reply index i, -1 when it has none).
 func (d *driver) measure(req *llm.Request, i int) {
 	n := len(d.res.Requests) + 1
@@ -445,7 +413,15 @@ func (d *driver) measure(req *llm.Request, i int) {
 		st.Step = d.rec.Replies[i].Step
 		st.OutputTokens = d.outputTokens(d.rec.Replies[i])
 	}
-	rt := render(req)
+	body, err := llm.EncodeRequest(req)
+	var rt requestText
+	if err == nil {
+		rt, err = wirePrompt(body)
+	}
+	if err != nil {
+		st.Note = fmt.Sprintf("the request does not encode: %v", err)
+		d.note("request %d (turn %d): %s", n, d.turn, st.Note)
+	}
 	if d.bpe != nil {
 		ids := d.bpe.Encode(rt.text)
 		st.InputTokens = int64(len(ids))
@@ -482,7 +458,6 @@ func (d *driver) measure(req *llm.Request, i int) {
 		}
 	}
 	if d.set.Baseline && i >= 0 {
-		body, err := llm.EncodeRequest(req)
 		same := err == nil && bytes.Equal(body, d.rec.Requests[i])
 		st.Reproduced = &same
 		if !same {

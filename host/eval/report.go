@@ -10,7 +10,7 @@ const (
 	BreakPrompt     = "prompt"     // the system prompt changed
 	BreakTools      = "tools"      // the tools offered changed
 	BreakCompaction = "compaction" // a compaction rewrote the surface
-	BreakOther      = "other"      // anything else (a reasoning block dropped, a config change)
+	BreakOther      = "other"      // anything else: mostly the template's <｜tool▁outputs▁end｜> dropped between tool steps (docs/eval.md)
 )
 
 // Result is one set's replay.
