@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -94,6 +95,13 @@ func evalCmd(e *env, args []string) error {
 	}
 	if *chart != "" && !strings.HasSuffix(*chart, ".svg") && !strings.HasSuffix(*chart, ".png") {
 		return usagef("--chart %s: the file must end in .svg or .png", *chart)
+	}
+	if *chart != "" {
+		// Before the replay, not after it: a chart that cannot be written
+		// must not cost the whole replay.
+		if fi, err := os.Stat(filepath.Dir(*chart)); err != nil || !fi.IsDir() {
+			return usagef("--chart %s: the folder %s does not exist (eval creates the chart file, not its folder)", *chart, filepath.Dir(*chart))
+		}
 	}
 	logFlags := config.FlagsFrom(fs, map[string]string{"log-level": "log.level", "log-format": "log.format"})
 	base, _, err := config.Load(config.Options{File: *configFile, Flags: logFlags})

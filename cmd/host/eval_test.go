@@ -46,6 +46,17 @@ func TestEvalCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(svg), "<svg")
 
+	// --tokenizer changes the counting, not the baseline.
+	tok := runHost(t, dir, "", "eval", file, "--tokenizer", "deepseek-v3", "--json")
+	require.Equal(t, 0, tok.code, tok.stderr)
+	var tokOut evalJSON
+	require.NoError(t, json.Unmarshal([]byte(tok.stdout), &tokOut))
+	require.Equal(t, "deepseek-v3", tokOut.Sets[0].Tokenizer)
+	require.Equal(t, 7, tokOut.Sets[0].Totals.Reproduced)
+	require.Equal(t, base.Totals.Compactions, tokOut.Sets[0].Totals.Compactions)
+	require.Equal(t, base.Totals.Summaries, tokOut.Sets[0].Totals.Summaries)
+	require.NotEqual(t, base.Totals.InputTokens, tokOut.Sets[0].Totals.InputTokens)
+
 	text := runHost(t, dir, "", "eval", file)
 	require.Equal(t, 0, text.code, text.stderr)
 	for _, s := range []string{"recorded replies are taken as fixed", "reproduced byte for byte", "7/7", "prefix breaks", "est. cost $", "per request"} {
@@ -61,6 +72,7 @@ func TestEvalCommand(t *testing.T) {
 		{"eval", file, "--chart", "x.gif"},
 		{"eval", file, "--prices", "hit=x"},
 		{"eval", file, "--tokenizer", "nope"},
+		{"eval", file, "--chart", filepath.Join(dir, "missing", "chart.svg")},
 	} {
 		r := runHost(t, dir, "", bad...)
 		require.Equal(t, 2, r.code, "%v: %s", bad, r.stderr)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 
@@ -162,4 +163,71 @@ func TestEvalEqualsLiveRuns(t *testing.T) {
 		})
 	}
 	require.Len(t, seen, len(confs), "the sets must differ in their compactions for the test to tell them apart")
+}
+
+// Every token of a request is in eval's input figure: the fourth request
+// of a recorded conversation (two turns, then a tool call with text beside
+// it and its result), written out here marker by marker as the DeepSeek V3
+// template renders it, counted with the DeepSeek V3 tokenizer, equals the
+// replay's input tokens for it, and a probe on the assistant's text beside
+// the call sees it.
+func TestInputCountsEveryToken(t *testing.T) {
+	rt := runtime(t)
+	id, events, _ := live(t, firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), 3)
+	rec, err := eval.Record(id, events)
+	require.NoError(t, err)
+	require.Len(t, rec.Requests, 4)
+	var body struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+		Tools []jsontext.Value `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Requests[3], &body, json.RejectUnknownMembers(false)))
+	require.Len(t, body.Tools, 1)
+	require.Equal(t, "system", body.Messages[0].Role)
+	result := `Result for {"topic":"topic-3"}: ` + strings.Repeat("lorem ipsum dolor sit amet ", 150)
+	prompt := string(body.Tools[0]) + "\n" +
+		"<｜begin▁of▁sentence｜>" + body.Messages[0].Content +
+		"<｜User｜>Question 1: tell me about topic-1, please." +
+		"<｜Assistant｜>Answer 1: the reply to question 1, with a few words about topic-1.<｜end▁of▁sentence｜>" +
+		"<｜User｜>Question 2: tell me about topic-2, please." +
+		"<｜Assistant｜>Answer 2: the reply to question 2, with a few words about topic-2.<｜end▁of▁sentence｜>" +
+		"<｜User｜>Question 3: tell me about topic-3, please." +
+		"<｜Assistant｜>Let me look topic-3 up first.<｜end▁of▁sentence｜>" +
+		"<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>lookup\n```json\n" + `{"topic":"topic-3"}` + "\n```<｜tool▁call▁end｜>" +
+		"<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" + result + "<｜tool▁output▁end｜><｜tool▁outputs▁end｜>"
+	bpe := tokenizer.DeepSeekV3()
+	set := firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`)
+	set.Baseline = true
+	res, err := eval.Replay(context.Background(), rec, set, eval.Options{Counter: bpe, Probes: []string{"Let me look topic-3 up first."}})
+	require.NoError(t, err)
+	require.Empty(t, res.Notes)
+	require.Equal(t, int64(len(bpe.Encode(prompt))), res.Requests[3].InputTokens)
+	require.Equal(t, 4, res.Probes[0].LastVisible)
+}
+
+// --tokenizer changes the report's counting only: the baseline replays
+// the same requests, compactions and summaries whichever counter the
+// report uses.
+func TestTokenizerChangesOnlyTheCounting(t *testing.T) {
+	rt := runtime(t)
+	id, events, _ := live(t, firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), 24)
+	rec, err := eval.Record(id, events)
+	require.NoError(t, err)
+	var totals []eval.Totals
+	for _, c := range []tokenizer.Counter{nil, tokenizer.DeepSeekV3()} {
+		set := firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`)
+		set.Baseline = true
+		res, err := eval.Replay(context.Background(), rec, set, eval.Options{Counter: c})
+		require.NoError(t, err)
+		require.Empty(t, res.Notes)
+		require.Equal(t, len(rec.Requests), res.Totals.Reproduced)
+		totals = append(totals, res.Totals)
+	}
+	require.Positive(t, totals[0].Compactions)
+	require.Equal(t, totals[0].Compactions, totals[1].Compactions)
+	require.Equal(t, totals[0].Summaries, totals[1].Summaries)
+	require.NotEqual(t, totals[0].InputTokens, totals[1].InputTokens, "the report's counter counts")
 }
