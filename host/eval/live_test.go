@@ -231,3 +231,29 @@ func TestTokenizerChangesOnlyTheCounting(t *testing.T) {
 	require.Equal(t, totals[0].Summaries, totals[1].Summaries)
 	require.NotEqual(t, totals[0].InputTokens, totals[1].InputTokens, "the report's counter counts")
 }
+
+// A log that ends within a turn (the process stopped) replays that turn's
+// recorded requests and says the recording has no ending for it.
+func TestTruncatedTurn(t *testing.T) {
+	rt := runtime(t)
+	id, events, _ := live(t, firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), 3)
+	cut := -1
+	for i, ev := range events {
+		if ev.Type == surface.TypeToolResult {
+			cut = i + 1
+		}
+	}
+	require.Positive(t, cut)
+	rec, err := eval.Record(id, events[:cut])
+	require.NoError(t, err)
+	require.True(t, rec.Turns[2].Truncated)
+	set := firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`)
+	set.Baseline = true
+	res, err := eval.Replay(context.Background(), rec, set, eval.Options{})
+	require.NoError(t, err)
+	require.Equal(t, len(rec.Requests), res.Totals.Reproduced)
+	require.NotEmpty(t, res.Notes)
+	last := res.Notes[len(res.Notes)-1]
+	require.Contains(t, last, "turn 3 ended error")
+	require.Contains(t, last, "(recorded: no ending, the log ends within the turn)")
+}

@@ -77,8 +77,10 @@ type Turn struct {
 	// are the indexes of its first tool result and step.
 	FirstReply, EndReply int
 	FirstTool, FirstStep int
-	// Reason is how the turn ended.
-	Reason surface.EndReason
+	// Reason is how the turn ended; Truncated marks a turn the log ends
+	// within (no turn/end: the process stopped), whose Reason is zero.
+	Reason    surface.EndReason
+	Truncated bool
 }
 
 // Reply is one recorded attempt.
@@ -277,6 +279,12 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 				rec.Summaries[key] = Summary{Text: text, Usage: d.Usage}
 			}
 		}
+	}
+	if turn != nil {
+		// The log ends within a turn (the process stopped): the turn has
+		// the replies recorded so far and no ending.
+		turn.EndReply = len(rec.Replies)
+		turn.Truncated = true
 	}
 	rec.CompactAfter = pendingCmp
 	if rec.PromptPlugin == "" {

@@ -194,7 +194,10 @@ func Replay(ctx context.Context, rec *Recording, set Set, opts Options) (*Result
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if tr.Reason.Kind != t.Reason.Kind {
+		switch {
+		case t.Truncated:
+			d.note("turn %d ended %s (recorded: no ending, the log ends within the turn)", t.N, describe(tr.Reason))
+		case tr.Reason.Kind != t.Reason.Kind:
 			d.note("turn %d ended %s (recorded: %s)", t.N, describe(tr.Reason), describe(t.Reason))
 		}
 		if d.reply < t.EndReply {
