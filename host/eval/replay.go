@@ -91,7 +91,7 @@ type driver struct {
 	prevGen  uint64
 	cmpSince int // compactions since the previous request
 	lastCmp  int // request index of the last counted prune pass
-	plugin   time.Duration
+	plugin   pluginClock
 	visible  []int
 }
 
@@ -374,37 +374,55 @@ func (p *replayPrompt) Render(context.Context, *host.Assembly) (string, error) {
 	return d.rec.StepPrompts[d.step-1], nil
 }
 
+// pluginClock sums the wall time spent in a set's plugins. Calls nest (a
+// compaction provider measures through the meter): only the outermost
+// counts, so no time is counted twice.
+type pluginClock struct {
+	total time.Duration
+	depth int
+}
+
+// span starts a plugin call; the returned function ends it.
+func (c *pluginClock) span() func() {
+	c.depth++
+	if c.depth > 1 {
+		return func() { c.depth-- }
+	}
+	start := time.Now()
+	return func() {
+		c.depth--
+		c.total += time.Since(start)
+	}
+}
+
 // timedCompactor adds a compaction provider's time to the plugin time.
 type timedCompactor struct {
 	c host.CompactionProvider
-	d *time.Duration
+	d *pluginClock
 }
 
 func (t *timedCompactor) ID() string { return t.c.ID() }
 
 func (t *timedCompactor) Compact(ctx context.Context, v *host.View, req host.CompactionRequest) ([]surface.Proposal, error) {
-	start := time.Now()
-	defer func() { *t.d += time.Since(start) }()
+	defer t.d.span()()
 	return t.c.Compact(ctx, v, req)
 }
 
 // timedMeter adds a meter's time to the plugin time.
 type timedMeter struct {
 	m host.Meter
-	d *time.Duration
+	d *pluginClock
 }
 
 func (t *timedMeter) ID() string { return t.m.ID() }
 
 func (t *timedMeter) Observe(events []surface.Event) error {
-	start := time.Now()
-	defer func() { *t.d += time.Since(start) }()
+	defer t.d.span()()
 	return t.m.Observe(events)
 }
 
 func (t *timedMeter) Measure(ctx context.Context, h *surface.Header) (*host.Measurement, error) {
-	start := time.Now()
-	defer func() { *t.d += time.Since(start) }()
+	defer t.d.span()()
 	return t.m.Measure(ctx, h)
 }
 
