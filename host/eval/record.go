@@ -140,8 +140,16 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 		}
 		rec.Requests = append(rec.Requests, body)
 	}
+	// fold holds events[:i] at event i: the log a recorded summarize
+	// call's request is rebuilt from, folded once for the whole walk.
+	fold := surface.New()
 	for i := range events {
 		ev := events[i]
+		if i > 0 {
+			if err := fold.Admit(events[i-1]); err != nil {
+				return nil, fmt.Errorf("eval: seq %d: %w", events[i-1].Seq, err)
+			}
+		}
 		switch ev.Type {
 		case surface.TypeTurnStart:
 			var d struct {
@@ -270,7 +278,7 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 			if !ok {
 				continue
 			}
-			req, err := host.CallRequest(events, ev.Seq, sessionID)
+			req, err := host.CallRequestIn(fold, events, ev.Seq, sessionID)
 			if err != nil {
 				continue
 			}
