@@ -175,3 +175,22 @@ func TestEvalPricesFromConfiguration(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "eval.prices.output")
 }
+
+// Eval writes nothing outside its output: not the session file, and not
+// the meter's state cache beside the compiled plugins (its entry for the
+// session is the recorded run's).
+func TestEvalWritesNoMeterState(t *testing.T) {
+	dir := t.TempDir()
+	cache := t.TempDir()
+	file := filepath.Join(dir, "demo.jsonl")
+	orig, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, orig, 0o644))
+	r := runHostEnv(t, dir, "", []string{"WEIR_WAZERO_CACHE=" + cache}, "eval", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	_, err = os.Stat(filepath.Join(cache, "meter-state"))
+	require.True(t, os.IsNotExist(err), "eval wrote the meter state cache: %v", err)
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, string(orig), string(after))
+}
