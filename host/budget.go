@@ -339,6 +339,13 @@ func compactionID(ps []surface.Proposal) string {
 // CallRequest rebuilds the model request a plugin/call event records,
 // from the log before it.
 func CallRequest(events []surface.Event, seq int64, sessionID string) (*llm.Request, error) {
+	return CallRequestIn(nil, events, seq, sessionID)
+}
+
+// CallRequestIn is CallRequest with l, when not nil, the log of
+// events[:seq] already folded (a reader walking the log in order keeps
+// one instead of restoring the prefix for every call).
+func CallRequestIn(l *surface.Log, events []surface.Event, seq int64, sessionID string) (*llm.Request, error) {
 	if seq < 0 || seq >= int64(len(events)) || events[seq].Type != TypePluginCall {
 		return nil, fmt.Errorf("seq %d is not a %s event", seq, TypePluginCall)
 	}
@@ -349,9 +356,13 @@ func CallRequest(events []surface.Event, seq int64, sessionID string) (*llm.Requ
 	if c.Outcome == "refused" {
 		return nil, fmt.Errorf("seq %d: the call was refused by the compaction budget and never sent: %s", seq, c.Error)
 	}
-	l, err := surface.Restore(events[:seq])
-	if err != nil {
-		return nil, err
+	if l == nil {
+		var err error
+		if l, err = surface.Restore(events[:seq]); err != nil {
+			return nil, err
+		}
+	} else if l.NextSeq() != seq {
+		return nil, fmt.Errorf("seq %d: the log given holds events up to seq %d, not the call's prefix", seq, l.NextSeq())
 	}
 	req := SummaryRequest{Provider: c.Request.Provider, Model: c.Request.Model, MaxTokens: c.Request.MaxTokens}
 	for i, m := range c.Request.Messages {

@@ -172,16 +172,36 @@ func compactDryRun(e *env, cfg *config.Config, route *setup.Route, path string, 
 		return fmt.Errorf("the compaction failed (dry run, nothing was written): %w", err)
 	}
 	if asJSON {
-		return writeJSON(e.stdout, r)
+		err = writeJSON(e.stdout, r)
+	} else {
+		printReceipt(e.stdout, r, path)
 	}
-	printReceipt(e.stdout, r, path)
+	if err != nil {
+		return err
+	}
+	// The real command's exit status: it fails when the compaction is
+	// recorded as a failed attempt.
+	if msg := failedCompaction(r); msg != "" {
+		return fmt.Errorf("the compaction would fail and be recorded as a failed attempt; the surface would be unchanged (dry run, nothing was written): %s", msg)
+	}
 	return nil
+}
+
+// failedCompaction is the error of the first failed compaction of a
+// receipt, "" when none failed.
+func failedCompaction(r *host.CompactReceipt) string {
+	for _, c := range r.Compactions {
+		if c.Error != "" {
+			return c.Error
+		}
+	}
+	return ""
 }
 
 // printReceipt prints a dry run's receipt.
 func printReceipt(w io.Writer, r *host.CompactReceipt, path string) {
 	fmt.Fprintf(w, "dry run on %s: nothing was written\n", path)
-	if !r.Changed {
+	if !r.Changed && failedCompaction(r) == "" {
 		fmt.Fprintf(w, "nothing to compact: the surface has %d nodes and no range after node 0 to replace\n", r.NodesBefore)
 	}
 	for _, c := range r.Compactions {
@@ -192,6 +212,9 @@ func printReceipt(w io.Writer, r *host.CompactReceipt, path string) {
 		fmt.Fprintf(w, "\ncompaction by %s\n", termSafe(who))
 		if c.Error != "" {
 			fmt.Fprintf(w, "  failed: %s\n", termSafe(c.Error))
+		}
+		if c.Error != "" && len(c.Shadowed) == 0 {
+			continue // no range: the attempt failed before proposing one
 		}
 		if c.Pruned > 0 {
 			fmt.Fprintf(w, "  tool results rewritten: %d (seqs %s)\n", c.Pruned, seqList(c.Shadowed))

@@ -52,4 +52,14 @@ func TestCompactDryRun(t *testing.T) {
 	out := runHost(t, dir, "", "inspect", "--json", file)
 	require.NoError(t, json.Unmarshal([]byte(out.stdout), &in))
 	require.Len(t, in.Surface, r.NodesAfter)
+
+	// On the just-compacted session the dry run says what the real
+	// command then does, with its exit status.
+	again := runHost(t, dir, "", "compact", "--dry-run", "--route", "offline", file)
+	realAgain := runHost(t, dir, "", "compact", "--route", "offline", file)
+	require.Equal(t, realAgain.code, again.code, "dry run: %s%s\nreal: %s%s", again.stdout, again.stderr, realAgain.stdout, realAgain.stderr)
+	require.NotContains(t, again.stdout, "seq 0..0")
+	require.Equal(t, 1, realAgain.code, "the real compaction of a just-compacted session fails: %s", realAgain.stderr)
+	require.NotContains(t, again.stdout, "nothing to compact")
+	require.Contains(t, again.stderr, "would fail")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -94,6 +95,13 @@ func evalCmd(e *env, args []string) error {
 	}
 	if *chart != "" && !strings.HasSuffix(*chart, ".svg") && !strings.HasSuffix(*chart, ".png") {
 		return usagef("--chart %s: the file must end in .svg or .png", *chart)
+	}
+	if *chart != "" {
+		// Before the replay, not after it: a chart that cannot be written
+		// must not cost the whole replay.
+		if fi, err := os.Stat(filepath.Dir(*chart)); err != nil || !fi.IsDir() {
+			return usagef("--chart %s: the folder %s does not exist (eval creates the chart file, not its folder)", *chart, filepath.Dir(*chart))
+		}
 	}
 	logFlags := config.FlagsFrom(fs, map[string]string{"log-level": "log.level", "log-format": "log.format"})
 	base, _, err := config.Load(config.Options{File: *configFile, Flags: logFlags})
@@ -184,13 +192,12 @@ func orDefault(p eval.Prices) eval.Prices {
 
 // replaySet loads a set's plugins and replays the recording through them.
 func replaySet(ctx context.Context, e *env, cfg *config.Config, rec *eval.Recording, ns namedSet, opts eval.Options, log hclog.Logger) (*eval.Result, error) {
-	counter := opts.Counter
-	if counter == nil {
-		counter = eval.RouteCounter(rec.Route)
-	}
 	// The plugins are adapted to the recorded route, as run does for the
-	// selected one: the meter prices it with the report's tokenizer.
-	h, err := newHost(ctx, e, cfg, &setup.Route{Route: rec.Route, Tokenizer: counter.Name()}, log, nil)
+	// selected one: the meter prices it with the route's tokenizer, not
+	// the report's (--tokenizer changes the report's counting only). No
+	// meter state cache: eval writes nothing outside its output, and the
+	// cache entry of the recorded session is not the replay's.
+	h, err := newHostWith(ctx, e, cfg, &setup.Route{Route: rec.Route, Tokenizer: eval.RouteCounter(rec.Route).Name()}, log, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("set %q: %w", ns.name, err)
 	}

@@ -46,6 +46,17 @@ func TestEvalCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(svg), "<svg")
 
+	// --tokenizer changes the counting, not the baseline.
+	tok := runHost(t, dir, "", "eval", file, "--tokenizer", "deepseek-v3", "--json")
+	require.Equal(t, 0, tok.code, tok.stderr)
+	var tokOut evalJSON
+	require.NoError(t, json.Unmarshal([]byte(tok.stdout), &tokOut))
+	require.Equal(t, "deepseek-v3", tokOut.Sets[0].Tokenizer)
+	require.Equal(t, 7, tokOut.Sets[0].Totals.Reproduced)
+	require.Equal(t, base.Totals.Compactions, tokOut.Sets[0].Totals.Compactions)
+	require.Equal(t, base.Totals.Summaries, tokOut.Sets[0].Totals.Summaries)
+	require.NotEqual(t, base.Totals.InputTokens, tokOut.Sets[0].Totals.InputTokens)
+
 	text := runHost(t, dir, "", "eval", file)
 	require.Equal(t, 0, text.code, text.stderr)
 	for _, s := range []string{"recorded replies are taken as fixed", "reproduced byte for byte", "7/7", "prefix breaks", "est. cost $", "per request"} {
@@ -61,6 +72,7 @@ func TestEvalCommand(t *testing.T) {
 		{"eval", file, "--chart", "x.gif"},
 		{"eval", file, "--prices", "hit=x"},
 		{"eval", file, "--tokenizer", "nope"},
+		{"eval", file, "--chart", filepath.Join(dir, "missing", "chart.svg")},
 	} {
 		r := runHost(t, dir, "", bad...)
 		require.Equal(t, 2, r.code, "%v: %s", bad, r.stderr)
@@ -162,4 +174,23 @@ func TestEvalPricesFromConfiguration(t *testing.T) {
 	r := runHost(t, dir, "", "eval", file, "--config", conf)
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "eval.prices.output")
+}
+
+// Eval writes nothing outside its output: not the session file, and not
+// the meter's state cache beside the compiled plugins (its entry for the
+// session is the recorded run's).
+func TestEvalWritesNoMeterState(t *testing.T) {
+	dir := t.TempDir()
+	cache := t.TempDir()
+	file := filepath.Join(dir, "demo.jsonl")
+	orig, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, orig, 0o644))
+	r := runHostEnv(t, dir, "", []string{"WEIR_WAZERO_CACHE=" + cache}, "eval", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	_, err = os.Stat(filepath.Join(cache, "meter-state"))
+	require.True(t, os.IsNotExist(err), "eval wrote the meter state cache: %v", err)
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, string(orig), string(after))
 }

@@ -36,6 +36,13 @@ func cacheDir() string {
 // folder, logger, working directory and compile notice. pluginConfig
 // replaces the configuration of named plugins. Close the host when done.
 func newHost(ctx context.Context, e *env, cfg *config.Config, route *setup.Route, log hclog.Logger, pluginConfig map[string][]byte) (*setup.Host, error) {
+	return newHostWith(ctx, e, cfg, route, log, pluginConfig, true)
+}
+
+// newHostWith is newHost; meterState false keeps the meter's state blobs
+// out of the cache folder (a command that must write nothing but its
+// output).
+func newHostWith(ctx context.Context, e *env, cfg *config.Config, route *setup.Route, log hclog.Logger, pluginConfig map[string][]byte, meterState bool) (*setup.Host, error) {
 	dir := cacheDir()
 	// The notice goes out when the first load finds its module not yet
 	// compiled into the cache: a first run, a new plugin, a new version.
@@ -51,7 +58,7 @@ func newHost(ctx context.Context, e *env, cfg *config.Config, route *setup.Route
 	}
 	opts := &setup.Options{Route: route, CacheDir: dir, OnCompile: announce, InterpreterFirst: true,
 		Logger: log, PluginConfig: pluginConfig, Workdir: workdir()}
-	if dir != "" {
+	if dir != "" && meterState {
 		// The meter's state blobs beside the compiled code: a resumed
 		// session starts its meter from its blob instead of its log.
 		opts.MeterState = &provider.DirStateCache{Dir: filepath.Join(dir, "meter-state")}

@@ -2,9 +2,12 @@ package eval_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 // BenchmarkReplay1000Turns replays a 1,000-turn session the offline model
@@ -36,4 +39,64 @@ func BenchmarkReplay1000Turns(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(rec.Requests)), "requests/replay")
+}
+
+// BenchmarkEvalVsReplay5k measures eval against host replay on a session
+// of about 5,000 events the offline model recorded: each op loads the
+// session file and folds it (what host replay does before printing), then
+// loads it again, records it and replays it through its own configuration
+// (what host eval does for the baseline). The metrics are the two times,
+// the plugins' own time in the replay, and the ratio the issue bounds:
+// (eval − plugin time) / replay.
+//
+//	go test ./host/eval -run '^$' -bench EvalVsReplay5k -benchtime 5x
+func BenchmarkEvalVsReplay5k(b *testing.B) {
+	rt := runtime(b)
+	id, events := generate(b, rt, 620)
+	path := filepath.Join(b.TempDir(), "s.jsonl")
+	f, err := jsonl.Create(path, jsonl.Header{ID: id, CreatedAt: 1767268800000}, jsonl.NoSync())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Append(events); err != nil {
+		b.Fatal(err)
+	}
+	set := firstPartyTB(b, rt, "baseline", genRoute, `{"headroomTokens": 1024}`)
+	set.Baseline = true
+	var replay, evalT, plugins time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		ld, err := jsonl.Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = ld.Log.Messages()
+		replay += time.Since(start)
+
+		start = time.Now()
+		ld, err = jsonl.Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec, err := eval.Record(ld.Header.ID, ld.Log.Events())
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := eval.Replay(context.Background(), rec, set, eval.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		evalT += time.Since(start)
+		plugins += time.Duration(res.Totals.PluginMs) * time.Millisecond
+		if res.Totals.Reproduced != len(rec.Requests) {
+			b.Fatalf("baseline reproduced %d of %d requests: %v", res.Totals.Reproduced, len(rec.Requests), res.Notes)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(len(events)), "events")
+	b.ReportMetric(float64(replay.Milliseconds())/n, "replay-ms/op")
+	b.ReportMetric(float64(evalT.Milliseconds())/n, "eval-ms/op")
+	b.ReportMetric(float64(plugins.Milliseconds())/n, "plugin-ms/op")
+	b.ReportMetric(float64(evalT-plugins)/float64(replay), "x-replay-net")
 }

@@ -13,6 +13,9 @@
 // as fixed: a set that shows the model less would, in reality, have
 // received other replies; the report measures what would have been sent
 // for the same conversation, not how the conversation would have gone.
+// The baseline's replies carry the recorded usage; every other set's carry
+// the usage of its own requests as UsageModel prices them, so its meter
+// sees its own sizes.
 //
 // Nothing reaches the network unless Options.Summaries.Model is set: a
 // compaction's summarize call is answered by the recording when it holds
@@ -74,8 +77,10 @@ type Turn struct {
 	// are the indexes of its first tool result and step.
 	FirstReply, EndReply int
 	FirstTool, FirstStep int
-	// Reason is how the turn ended.
-	Reason surface.EndReason
+	// Reason is how the turn ended; Truncated marks a turn the log ends
+	// within (no turn/end: the process stopped), whose Reason is zero.
+	Reason    surface.EndReason
+	Truncated bool
 }
 
 // Reply is one recorded attempt.
@@ -135,8 +140,16 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 		}
 		rec.Requests = append(rec.Requests, body)
 	}
+	// fold holds events[:i] at event i: the log a recorded summarize
+	// call's request is rebuilt from, folded once for the whole walk.
+	fold := surface.New()
 	for i := range events {
 		ev := events[i]
+		if i > 0 {
+			if err := fold.Admit(events[i-1]); err != nil {
+				return nil, fmt.Errorf("eval: seq %d: %w", events[i-1].Seq, err)
+			}
+		}
 		switch ev.Type {
 		case surface.TypeTurnStart:
 			var d struct {
@@ -265,7 +278,7 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 			if !ok {
 				continue
 			}
-			req, err := host.CallRequest(events, ev.Seq, sessionID)
+			req, err := host.CallRequestIn(fold, events, ev.Seq, sessionID)
 			if err != nil {
 				continue
 			}
@@ -274,6 +287,12 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 				rec.Summaries[key] = Summary{Text: text, Usage: d.Usage}
 			}
 		}
+	}
+	if turn != nil {
+		// The log ends within a turn (the process stopped): the turn has
+		// the replies recorded so far and no ending.
+		turn.EndReply = len(rec.Replies)
+		turn.Truncated = true
 	}
 	rec.CompactAfter = pendingCmp
 	if rec.PromptPlugin == "" {

@@ -33,8 +33,9 @@ type Set struct {
 
 // Options configures a replay.
 type Options struct {
-	// Counter counts tokens; nil picks the route's tokenizer
-	// (RouteCounter).
+	// Counter counts the report's tokens; nil picks the route's tokenizer
+	// (RouteCounter). It changes the report only: the plugins and the
+	// UsageModel count with the route's tokenizer whatever it is.
 	Counter tokenizer.Counter
 	// Summaries configures the summarize calls new compactions need.
 	Summaries SummaryOptions
@@ -84,22 +85,14 @@ type driver struct {
 
 	counter  tokenizer.Counter
 	bpe      *tokenizer.Tokenizer
+	usage    *UsageModel // nil for the baseline: its usage is the recorded one
 	prev     requestText
 	prevIDs  []int
 	prevGen  uint64
 	cmpSince int // compactions since the previous request
 	lastCmp  int // request index of the last counted prune pass
-	plugin   time.Duration
+	plugin   pluginClock
 	visible  []int
-}
-
-// requestText is what a request renders to for counting.
-type requestText struct {
-	system, tools, text string
-	// base is text without the generation prompt: what a continuation of
-	// the conversation extends.
-	base string
-	ok   bool
 }
 
 // Replay replays rec through set and reports what it would have sent. A
@@ -114,6 +107,9 @@ func Replay(ctx context.Context, rec *Recording, set Set, opts Options) (*Result
 		d.counter = RouteCounter(rec.Route)
 	}
 	d.bpe, _ = d.counter.(*tokenizer.Tokenizer)
+	if !set.Baseline {
+		d.usage = &UsageModel{Counter: RouteCounter(rec.Route)}
+	}
 	route := rec.Route
 	if set.ContextWindow > 0 {
 		route.ContextWindow = set.ContextWindow
@@ -198,7 +194,10 @@ func Replay(ctx context.Context, rec *Recording, set Set, opts Options) (*Result
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if tr.Reason.Kind != t.Reason.Kind {
+		switch {
+		case t.Truncated:
+			d.note("turn %d ended %s (recorded: no ending, the log ends within the turn)", t.N, describe(tr.Reason))
+		case tr.Reason.Kind != t.Reason.Kind:
 			d.note("turn %d ended %s (recorded: %s)", t.N, describe(tr.Reason), describe(t.Reason))
 		}
 		if d.reply < t.EndReply {
@@ -302,10 +301,31 @@ func (m *replayModel) Stream(ctx context.Context, req *llm.Request, on func(llm.
 	}
 	res := *r.Result
 	res.Content = surface.CloneBlocks(r.Result.Content)
+	d.modelUsage(&res)
 	if r.Err != nil {
 		return &res, r.Err
 	}
 	return &res, nil
+}
+
+// modelUsage gives a set other than the baseline the UsageModel's usage
+// for its own request (the one measure just rendered), in place of the
+// recorded one, when the recording has a usage for the reply (a provider
+// that reports none reports none to every set).
+func (d *driver) modelUsage(res *llm.Result) {
+	if d.usage == nil || res.Usage == nil {
+		return
+	}
+	var u surface.Usage
+	if d.usage.Counter == d.counter {
+		// The report counts as the provider does: the same figures.
+		st := d.res.Requests[len(d.res.Requests)-1]
+		u = surface.Usage{Input: st.InputTokens - st.CachedTokens, CacheRead: st.CachedTokens}
+	} else {
+		u = d.usage.price(d.prev.text, 0)
+	}
+	u.Output, u.Reasoning = res.Usage.Output, res.Usage.Reasoning
+	res.Usage = &u
 }
 
 // replayTool answers each call with the next recorded tool result.
@@ -354,87 +374,56 @@ func (p *replayPrompt) Render(context.Context, *host.Assembly) (string, error) {
 	return d.rec.StepPrompts[d.step-1], nil
 }
 
+// pluginClock sums the wall time spent in a set's plugins. Calls nest (a
+// compaction provider measures through the meter): only the outermost
+// counts, so no time is counted twice.
+type pluginClock struct {
+	total time.Duration
+	depth int
+}
+
+// span starts a plugin call; the returned function ends it.
+func (c *pluginClock) span() func() {
+	c.depth++
+	if c.depth > 1 {
+		return func() { c.depth-- }
+	}
+	start := time.Now()
+	return func() {
+		c.depth--
+		c.total += time.Since(start)
+	}
+}
+
 // timedCompactor adds a compaction provider's time to the plugin time.
 type timedCompactor struct {
 	c host.CompactionProvider
-	d *time.Duration
+	d *pluginClock
 }
 
 func (t *timedCompactor) ID() string { return t.c.ID() }
 
 func (t *timedCompactor) Compact(ctx context.Context, v *host.View, req host.CompactionRequest) ([]surface.Proposal, error) {
-	start := time.Now()
-	defer func() { *t.d += time.Since(start) }()
+	defer t.d.span()()
 	return t.c.Compact(ctx, v, req)
 }
 
 // timedMeter adds a meter's time to the plugin time.
 type timedMeter struct {
 	m host.Meter
-	d *time.Duration
+	d *pluginClock
 }
 
 func (t *timedMeter) ID() string { return t.m.ID() }
 
 func (t *timedMeter) Observe(events []surface.Event) error {
-	start := time.Now()
-	defer func() { *t.d += time.Since(start) }()
+	defer t.d.span()()
 	return t.m.Observe(events)
 }
 
 func (t *timedMeter) Measure(ctx context.Context, h *surface.Header) (*host.Measurement, error) {
-	start := time.Now()
-	defer func() { *t.d += time.Since(start) }()
+	defer t.d.span()()
 	return t.m.Measure(ctx, h)
-}
-
-// render is what the model reads of a request, for counting: the tools'
-// schemas, then the messages through the DeepSeek V3 chat template.
-func render(req *llm.Request) requestText {
-	var tools strings.Builder
-	for _, t := range req.Tools {
-		tools.Write(t)
-		tools.WriteByte('\n')
-	}
-	var msgs []tokenizer.Message
-	var system []string
-	for _, m := range req.Messages {
-		switch m.Role {
-		case surface.RoleSystem:
-			text := surface.TextOf(m.Content)
-			system = append(system, text)
-			msgs = append(msgs, tokenizer.Message{Role: "system", Content: text})
-		case surface.RoleAssistant:
-			tm := tokenizer.Message{Role: "assistant"}
-			var text []string
-			for _, b := range m.Content {
-				switch b.Type {
-				case surface.BlockText:
-					text = append(text, b.Text)
-				case surface.BlockToolCall:
-					tm.ToolCalls = append(tm.ToolCalls, tokenizer.ToolCall{Name: b.Name, Arguments: b.Arguments})
-				}
-			}
-			tm.Content = strings.Join(text, "")
-			msgs = append(msgs, tm)
-		default:
-			var text []string
-			for _, b := range m.Content {
-				switch b.Type {
-				case surface.BlockToolResult:
-					msgs = append(msgs, tokenizer.Message{Role: "tool", Content: surface.TextOf(b.Content)})
-				case surface.BlockText:
-					text = append(text, b.Text)
-				}
-			}
-			if len(text) > 0 {
-				msgs = append(msgs, tokenizer.Message{Role: "user", Content: strings.Join(text, "\n\n")})
-			}
-		}
-	}
-	return requestText{system: strings.Join(system, "\x00"), tools: tools.String(),
-		text: tools.String() + tokenizer.RenderChat(msgs, true),
-		base: tools.String() + tokenizer.RenderChat(msgs, false), ok: true}
 }
 
 // measure records request n (reply index i, -1 when it has none).
@@ -445,7 +434,15 @@ func (d *driver) measure(req *llm.Request, i int) {
 		st.Step = d.rec.Replies[i].Step
 		st.OutputTokens = d.outputTokens(d.rec.Replies[i])
 	}
-	rt := render(req)
+	body, err := llm.EncodeRequest(req)
+	var rt requestText
+	if err == nil {
+		rt, err = wirePrompt(body)
+	}
+	if err != nil {
+		st.Note = fmt.Sprintf("the request does not encode: %v", err)
+		d.note("request %d (turn %d): %s", n, d.turn, st.Note)
+	}
 	if d.bpe != nil {
 		ids := d.bpe.Encode(rt.text)
 		st.InputTokens = int64(len(ids))
@@ -482,7 +479,6 @@ func (d *driver) measure(req *llm.Request, i int) {
 		}
 	}
 	if d.set.Baseline && i >= 0 {
-		body, err := llm.EncodeRequest(req)
 		same := err == nil && bytes.Equal(body, d.rec.Requests[i])
 		st.Reproduced = &same
 		if !same {

@@ -10,7 +10,7 @@ const (
 	BreakPrompt     = "prompt"     // the system prompt changed
 	BreakTools      = "tools"      // the tools offered changed
 	BreakCompaction = "compaction" // a compaction rewrote the surface
-	BreakOther      = "other"      // anything else (a reasoning block dropped, a config change)
+	BreakOther      = "other"      // anything else: mostly the template's <｜tool▁outputs▁end｜> dropped between tool steps (docs/eval.md)
 )
 
 // Result is one set's replay.
@@ -161,7 +161,7 @@ func (d *driver) finish() {
 			t.Breaks.Other++
 		}
 	}
-	t.PluginMs = d.plugin.Milliseconds()
+	t.PluginMs = d.plugin.total.Milliseconds()
 	t.Cost.CacheHit = float64(t.CachedTokens) * p.CacheHit / 1e6
 	t.Cost.CacheMiss = float64(t.InputTokens-t.CachedTokens) * p.CacheMiss / 1e6
 	t.Cost.Output = float64(t.OutputTokens) * p.Output / 1e6

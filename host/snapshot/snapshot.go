@@ -78,8 +78,11 @@ type Request struct {
 	N    int    // 1-based, in dispatch order
 	Kind string // KindLoop or KindSummarize
 	Seq  int64  // the settlement (loop) or plugin/call (summarize) seq; not written
-	// Prompt is the version of the request's head system message (0: none).
-	Prompt int
+	// Prompt is the version of the request's head system message (0: none);
+	// InHistory are the versions of its later system messages (an
+	// in-history prompt update), written {{system:N}}.
+	Prompt    int
+	InHistory []int
 	// Pin is the version of the request's config and tools (1-based).
 	Pin  int
 	Body []byte // the indented, normalised wire body
@@ -156,6 +159,9 @@ func (s *Snapshot) add(req *llm.Request, kind string, seq int64, ids map[string]
 				r.Prompt = v
 			} else {
 				ph = fmt.Sprintf("{{system:%d}}", v)
+				if text != "" && !slices.Contains(r.InHistory, v) {
+					r.InHistory = append(r.InHistory, v)
+				}
 			}
 			if text != "" {
 				c.Content = []surface.Block{surface.Text(ph)}
@@ -290,7 +296,7 @@ func (s *Snapshot) Files() (map[string][]byte, error) {
 	files := map[string][]byte{}
 	h := header{Format: Format, Requests: len(s.Requests), Prompts: []promptEntry{}, Pins: []pinEntry{}}
 	for i := range s.Prompts {
-		h.Prompts = append(h.Prompts, promptEntry{Version: i + 1, Requests: s.ranges(func(r Request) bool { return r.Prompt == i+1 })})
+		h.Prompts = append(h.Prompts, promptEntry{Version: i + 1, Requests: s.ranges(func(r Request) bool { return r.Prompt == i+1 || slices.Contains(r.InHistory, i+1) })})
 	}
 	for i, p := range s.Pins {
 		tools := p.Tools

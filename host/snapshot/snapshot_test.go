@@ -2,15 +2,20 @@ package snapshot_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
 
+	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/host/snapshot"
 	"github.com/weirhost/weir/surface"
 	"github.com/weirhost/weir/surface/jsonl"
@@ -193,4 +198,37 @@ func TestLineDiff(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.want, snapshot.LineDiff(tt.a, tt.b, 1), "%q → %q", tt.a, tt.b)
 	}
+}
+
+// On an in-history route a changed prompt is a later system message,
+// written {{system:N}}; snapshot.json lists the requests carrying each
+// version, in-history ones included.
+func TestInHistoryPromptVersions(t *testing.T) {
+	ctx := context.Background()
+	s := host.NewSession("session-ih", surface.New(surface.WithClock(func() int64 { return 1767268800000 })), nil, host.WithIDs(host.CounterIDs("ih")))
+	sections := []host.Section{{Key: "base", Text: "You are a test assistant."}}
+	a, err := host.NewAgent(s, host.Config{Route: host.Route{Provider: "offline", Model: "m", ContextWindow: 8192, InHistory: true},
+		Model: llm.NewScripted(&llm.Script{Replies: []llm.ScriptReply{{Text: "ok", Repeat: true}}}), Prompt: &host.SectionPrompt{}, Sections: sections})
+	require.NoError(t, err)
+	for i := 1; i <= 3; i++ {
+		if i == 3 {
+			a.SetSections(append(sections, host.Section{Key: "style", Text: "Answer briefly."}))
+		}
+		_, err := a.Run(ctx, a.UserMessage(fmt.Sprintf("question %d", i)))
+		require.NoError(t, err)
+	}
+	snap := build(t, s.Log().Events())
+	require.Len(t, snap.Prompts, 2)
+	require.Contains(t, string(snap.Requests[2].Body), `"content": "{{system:2}}"`)
+	files, err := snap.Files()
+	require.NoError(t, err)
+	var h struct {
+		Prompts []struct {
+			Version  int    `json:"version"`
+			Requests string `json:"requests"`
+		} `json:"prompts"`
+	}
+	require.NoError(t, json.Unmarshal(files["snapshot.json"], &h))
+	require.Equal(t, "1-3", h.Prompts[0].Requests)
+	require.Equal(t, "3", h.Prompts[1].Requests)
 }
