@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/host/provider"
+	"github.com/weirhost/weir/sdk/abi"
+	"github.com/weirhost/weir/sdk/plugintest"
 	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
 )
@@ -69,8 +72,10 @@ func (digestSummarizer) Summarize(_ context.Context, req host.SummaryRequest) (*
 // stateKind is one plugin set of the same-log test: the plugins a process
 // loads, and what the test reads of them after the run.
 type stateKind struct {
-	name  string
-	route host.Route
+	name   string
+	plugin string // the compaction plugin's name
+	module string // its module, as load takes it
+	route  host.Route
 	// load loads the set's plugins for one process.
 	load func(t *testing.T) *stateSet
 }
@@ -81,12 +86,13 @@ type stateSet struct {
 	meter *provider.Meter      // the WASM meter, when the set has one (set by cfg)
 }
 
-// stateRun is what a run leaves: the log, and the state blob the
-// compaction plugin's next call would carry after each of its calls, with
-// the seq of that call.
+// stateRun is what a run leaves: the log, the state blob each call of
+// the compaction plugin was handed, with the seq of the call, and the
+// state its next call would carry.
 type stateRun struct {
 	log    string
 	states []string
+	final  []byte
 	prunes int
 	starts int
 	meter  []byte
@@ -131,6 +137,7 @@ func runProcesses(t *testing.T, k stateKind, turns int, bounds []int, fresh bool
 			run.meter = set.meter.State()
 		}
 		if proc == len(bounds) {
+			run.final = set.comp.State(s.ID())
 			for _, e := range s.Log().Events() {
 				run.log += string(surface.AppendEvent(nil, &e)) + "\n"
 				switch e.Type {
@@ -148,8 +155,9 @@ func runProcesses(t *testing.T, k stateKind, turns int, bounds []int, fresh bool
 	return run
 }
 
-// recordingCompactor records, after each call, the state the plugin's
-// next call will carry.
+// recordingCompactor records the state each call was handed: what the
+// adapter holds once the call returned, before the host commits its
+// result.
 type recordingCompactor struct {
 	*provider.Compaction
 	id     string
@@ -172,8 +180,10 @@ func (r *recordingCompactor) Compact(ctx context.Context, v *host.View, req host
 func TestStateSameLog(t *testing.T) {
 	counters := provider.WithTokenizers(map[string]tokenizer.Counter{"test-tokenizer": tokenizer.Heuristic})
 	kinds := []stateKind{{
-		name:  "pruner",
-		route: host.Route{Provider: "test", Model: "m1", ContextWindow: 12_000},
+		name:   "pruner",
+		plugin: "pruner",
+		module: "../../examples/pruner",
+		route:  host.Route{Provider: "test", Model: "m1", ContextWindow: 12_000},
 		load: func(t *testing.T) *stateSet {
 			pr := load(t, "../../examples/pruner", "pruner", provider.RoleCompaction,
 				`{"minBytes": 2000, "keepRecent": 1, "triggerRatio": 0.3}`, provider.Limits{})
@@ -187,8 +197,10 @@ func TestStateSameLog(t *testing.T) {
 			}}
 		},
 	}, {
-		name:  "checkpoint with a WASM meter",
-		route: host.Route{Provider: "test", Model: "m1", ContextWindow: 100_000},
+		name:   "checkpoint with a WASM meter",
+		plugin: "checkpoint",
+		module: "checkpoint",
+		route:  host.Route{Provider: "test", Model: "m1", ContextWindow: 100_000},
 		load: func(t *testing.T) *stateSet {
 			cp := load(t, "checkpoint", "checkpoint", provider.RoleCompaction, `{"maxNodes":6}`, provider.Limits{})
 			mp := load(t, "benign", "benign-meter", provider.RoleTokenMeter, "", provider.Limits{}, counters)
@@ -222,8 +234,20 @@ func TestStateSameLog(t *testing.T) {
 			require.Equal(t, one.starts, perTurn.starts, "as many compactions as in one process")
 			require.Equal(t, surfaceOf(t, one.log), surfaceOf(t, perTurn.log), "the same history as in one process")
 
+			// The log alone gives the state: keyed by plugin and module,
+			// so another version of the module starts from nothing.
+			l := decodeLog(t, perTurn.log)
+			wasm, ok := modules[k.module]
+			if !ok {
+				wasm = plugintest.Build(t, k.module)
+			}
+			require.NotEmpty(t, perTurn.final)
+			require.Equal(t, perTurn.final, provider.StateOf(l, k.plugin, sha256.Sum256(wasm)))
+			require.Nil(t, provider.StateOf(l, k.plugin, sha256.Sum256(append(wasm, 0))), "a new module version")
+			require.Nil(t, provider.StateOf(l, "other", sha256.Sum256(wasm)), "another plugin")
+
 			rng := rand.New(rand.NewPCG(24, uint64(len(k.name))))
-			for range 3 {
+			for range 2 {
 				var bounds []int
 				for b := 1; b < turns; b++ {
 					if rng.IntN(3) == 0 {
@@ -244,12 +268,7 @@ func TestStateSameLog(t *testing.T) {
 // surfaceOf is the model-visible history of a log: the role and text of
 // each surface node, without the seqs and ids a reopening changes.
 func surfaceOf(t *testing.T, log string) []string {
-	l := surface.New()
-	for line := range strings.SplitSeq(strings.TrimSpace(log), "\n") {
-		e, err := surface.DecodeEvent([]byte(line))
-		require.NoError(t, err)
-		require.NoError(t, l.Admit(e))
-	}
+	l := decodeLog(t, log)
 	var out []string
 	for _, seq := range l.Nodes() {
 		m, ok := l.Message(seq)
@@ -257,4 +276,37 @@ func surfaceOf(t *testing.T, log string) []string {
 		out = append(out, string(m.Role)+": "+surface.TextOf(m.Content))
 	}
 	return out
+}
+
+// decodeLog reads a log written as JSON lines.
+func decodeLog(t *testing.T, log string) *surface.Log {
+	l := surface.New()
+	for line := range strings.SplitSeq(strings.TrimSpace(log), "\n") {
+		e, err := surface.DecodeEvent([]byte(line))
+		require.NoError(t, err)
+		require.NoError(t, l.Admit(e))
+	}
+	return l
+}
+
+// TestStateRules shows the refusals of the state path: a plugin cannot
+// write plugin/state events itself, and a state past the limit is the
+// plugin's failure, naming the rule, with the previous state kept.
+func TestStateRules(t *testing.T) {
+	_, err := provider.ConvertProposals([]abi.Proposal{{Type: host.TypePluginState, Data: []byte(`{}`), Ignorable: true}})
+	require.ErrorContains(t, err, "malformed output: proposal 0 has type plugin/state, which only the host writes (rule plugin-state)")
+
+	cp := load(t, "checkpoint", "checkpoint-small", provider.RoleCompaction, `{"maxNodes":6}`, provider.Limits{}, provider.WithStateLimit(0))
+	comp, err := cp.Compaction()
+	require.NoError(t, err)
+	l := newLoop(t, func(s *host.Session, c *host.Config) { c.Compactors = []host.CompactionProvider{comp} })
+	for i := range 6 {
+		l.turn(fmt.Sprintf("message %d", i))
+	}
+	fs := l.failures()
+	require.NotEmpty(t, fs)
+	require.Contains(t, fs[0].Error, `plugin "checkpoint-small": call compaction.prestep: state of 1 bytes exceeds the 0-byte limit (rule plugin-state)`)
+	require.Empty(t, l.events(host.TypePluginState), "nothing of a refused result is recorded")
+	require.Empty(t, l.events(surface.TypeCompactionStart))
+	require.Empty(t, comp.State(l.s.ID()))
 }
