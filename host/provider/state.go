@@ -31,16 +31,21 @@ import (
 // plugin module: the blob of the latest, as of the events before next.
 type loggedState struct {
 	next  int64
+	last  surface.Event // the event at next-1, as read
 	state []byte
 }
 
 // sync reads the plugin/state events committed since the last call and
-// returns the current blob. A log shorter than what was read (another
-// session's view) is read again from the start.
+// returns the current blob. A log that no longer holds what was read (a
+// session reopened from a shorter store, after a kill) is read again from
+// the start.
 func (l *loggedState) sync(r events, plugin, module string) []byte {
 	end := r.NextSeq()
-	if end < l.next {
-		*l = loggedState{}
+	if l.next > 0 {
+		e, ok := r.Event(l.next - 1)
+		if end < l.next || !ok || e.Type != l.last.Type || e.Time != l.last.Time || !bytes.Equal(e.Data, l.last.Data) {
+			*l = loggedState{}
+		}
 	}
 	for seq := l.next; seq < end; seq++ {
 		e, ok := r.Event(seq)
@@ -52,6 +57,11 @@ func (l *loggedState) sync(r events, plugin, module string) []byte {
 			continue
 		}
 		l.state = d.State
+	}
+	if end > l.next {
+		if e, ok := r.Event(end - 1); ok {
+			l.last = e.Clone()
+		}
 	}
 	l.next = end
 	return l.state

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,8 +103,10 @@ type stateRun struct {
 // the turn counts at which a process stops), each process reopening the
 // session from its file and, when fresh, loading its plugins again; with
 // fresh false one set of plugins serves every process, as in one
-// process whose session was reopened.
-func runProcesses(t *testing.T, k stateKind, turns int, bounds []int, fresh bool) stateRun {
+// process whose session was reopened. cuts, when given, kills process i
+// cuts[i] events before its end: the file loses its last cuts[i] lines,
+// as if the process died before they were written.
+func runProcesses(t *testing.T, k stateKind, turns int, bounds []int, fresh bool, cuts ...int) stateRun {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "session.jsonl")
 	var run stateRun
@@ -146,11 +149,20 @@ func runProcesses(t *testing.T, k stateKind, turns int, bounds []int, fresh bool
 				case surface.TypeCompactionStart:
 					run.starts++
 				case surface.TypePluginFailure:
-					t.Errorf("a plugin failed: %s", e.Data)
+					if len(cuts) == 0 || !strings.Contains(string(e.Data), "was never closed before the session stopped") {
+						t.Errorf("a plugin failed: %s", e.Data) // a kill may cut a compaction's batch in two
+					}
 				}
 			}
 		}
 		require.NoError(t, s.Close())
+		if proc < len(cuts) && cuts[proc] > 0 {
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			lines := strings.SplitAfter(string(b), "\n")
+			lines = lines[:len(lines)-1-cuts[proc]] // the last is empty
+			require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644))
+		}
 	}
 	return run
 }
@@ -173,7 +185,8 @@ func (r *recordingCompactor) Compact(ctx context.Context, v *host.View, req host
 // TestStateSameLog shows that a session's plugins behave the same whether
 // its turns run in one process, in one process per turn (each loading its
 // plugins afresh and reopening the session from its file, as `host run`
-// does), or in processes stopped at random turns: the compaction plugin's
+// does), in processes stopped at random turns, or in processes killed
+// inside a turn: the compaction plugin's
 // state lives in the log, so every process hands the plugin the state a
 // single process would have, and the token meter's state is a fold of the
 // log.
@@ -260,6 +273,17 @@ func TestStateSameLog(t *testing.T) {
 				require.Equal(t, kept.states, killed.states, "processes stopped after turns %v", bounds)
 				require.Equal(t, one.prunes, killed.prunes)
 				require.Equal(t, one.starts, killed.starts)
+
+				// Killed inside a turn: the file keeps a random prefix of
+				// the process's events and the next process resumes there.
+				cuts := make([]int, len(bounds))
+				for i := range cuts {
+					cuts[i] = 1 + rng.IntN(12)
+				}
+				killed = runProcesses(t, k, turns, bounds, true, cuts...)
+				kept = runProcesses(t, k, turns, bounds, false, cuts...)
+				require.Equal(t, kept.log, killed.log, "processes killed %v events before the ends of turns %v", cuts, bounds)
+				require.Equal(t, kept.states, killed.states, "processes killed %v events before the ends of turns %v", cuts, bounds)
 			}
 		})
 	}
