@@ -96,6 +96,8 @@ type stateRun struct {
 	final  []byte
 	prunes int
 	starts int
+	events int // plugin/state events
+	bytes  int // and the bytes of their JSON lines
 	meter  []byte
 }
 
@@ -148,6 +150,9 @@ func runProcesses(t *testing.T, k stateKind, turns int, bounds []int, fresh bool
 					run.prunes++
 				case surface.TypeCompactionStart:
 					run.starts++
+				case host.TypePluginState:
+					run.events++
+					run.bytes += len(surface.AppendEvent(nil, &e))
 				case surface.TypePluginFailure:
 					if len(cuts) == 0 || !strings.Contains(string(e.Data), "was never closed before the session stopped") {
 						t.Errorf("a plugin failed: %s", e.Data) // a kill may cut a compaction's batch in two
@@ -234,6 +239,8 @@ func TestStateSameLog(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			one := runProcesses(t, k, turns, nil, true)
 			require.Positive(t, one.prunes+one.starts, "the plugin compacted in one process")
+			t.Logf("one process: %d prune passes, %d compactions, %d plugin/state events (%d bytes) in a log of %d bytes",
+				one.prunes, one.starts, one.events, one.bytes, len(one.log))
 
 			every := make([]int, turns-1)
 			for i := range every {
