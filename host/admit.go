@@ -79,6 +79,12 @@ func checkDeclared(by Proposer, first int64, ps []surface.Proposal) error {
 		if surface.Known(p.Type) {
 			continue
 		}
+		if p.Type == TypePluginState {
+			if err := checkPluginState(by, first, i, p); err != nil {
+				return err
+			}
+			continue
+		}
 		switch {
 		case !by.declared(p.Type):
 			return refuse(first, i, p.Type, RuleUndeclaredEvent,

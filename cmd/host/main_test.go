@@ -428,6 +428,8 @@ func TestThirdPartyCompactionBySwapInConfig(t *testing.T) {
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"type":"compaction/prune"`, "the pruner rewrote the old tool result")
+	require.Regexp(t, `"type":"plugin/state","seq":\d+,"time":\d+,"data":\{"plugin":"pruner","module":"[0-9a-f]{64}","state":"`, string(raw),
+		"the pruner's state is in the log, for the next host run")
 	requireLogMatchesSchemas(t, file)
 	require.GreaterOrEqual(t, rep.ReplaceGeneration, uint64(1))
 }

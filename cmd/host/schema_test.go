@@ -127,6 +127,7 @@ func TestSchemasRefuseWhatAdmissionRefuses(t *testing.T) {
 		"prune":      `{"type":"compaction/prune","seq":10,"time":0,"data":{"shadowedSeqs":[4],"bytes":1200}}`,
 		"failure":    `{"type":"plugin/failure","seq":10,"time":0,"data":{"plugin":"p","kind":"compaction","error":"..."},"ignorable":true}`,
 		"declared":   `{"type":"pruner/stats","seq":10,"time":0,"data":{"n":1},"ignorable":true}`,
+		"state":      `{"type":"plugin/state","seq":10,"time":0,"data":{"plugin":"p","module":"` + strings.Repeat("0f", 32) + `","state":"e30="},"ignorable":true}`,
 	}
 	for name, line := range good {
 		require.NoError(t, lineErr(t, line), name)
@@ -148,6 +149,8 @@ func TestSchemasRefuseWhatAdmissionRefuses(t *testing.T) {
 		"header carrying a system prompt":  `{"type":"request/header","seq":4,"time":0,"data":{"header":{"config":{"provider":"p","model":"m"},"system":"x"},"reason":"initial"}}`,
 		"header with an unknown reason":    `{"type":"request/header","seq":4,"time":0,"data":{"header":{"config":{"provider":"p","model":"m"}},"reason":"whim"}}`,
 		"plugin/failure not ignorable":     `{"type":"plugin/failure","seq":10,"time":0,"data":{"plugin":"p","kind":"compaction","error":"..."},"ignorable":false}`,
+		"plugin/state without a module":    `{"type":"plugin/state","seq":10,"time":0,"data":{"plugin":"p","module":"v2","state":""},"ignorable":true}`,
+		"plugin/state on the surface":      `{"type":"plugin/state","seq":10,"time":0,"data":{"plugin":"p","module":"` + strings.Repeat("0f", 32) + `","state":""},"ignorable":true,"surfaceOp":"append"}`,
 	}
 	for name, line := range bad {
 		require.Error(t, lineErr(t, line), name)

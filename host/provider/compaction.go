@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,12 +17,14 @@ import (
 )
 
 // Compaction is a compaction plugin as the host's compaction provider. One
-// adapter may serve many sessions: it keeps the plugin's state blob, its
-// failure count and its query cache per session id. It is safe for
+// adapter may serve many sessions: it keeps its failure count and query
+// cache per session id, and reads the plugin's state blob from each
+// session's log (plugin/state events, state.go). It is safe for
 // concurrent use; calls on one session are serialized.
 type Compaction struct {
-	p *plugin.Plugin
-	o options
+	p      *plugin.Plugin
+	o      options
+	module string // hex SHA-256 of the plugin's module, the state's key
 
 	mu       sync.Mutex
 	sessions map[string]*compactionSession
@@ -36,7 +39,8 @@ func (c *Compaction) CompactsRegion() bool { return c.p.Implements(abi.MethodCom
 // compactionSession is the adapter's state for one session.
 type compactionSession struct {
 	mu      sync.Mutex
-	state   []byte
+	state   []byte      // the log's blob, as of the latest call
+	logged  loggedState // the fold of the log's plugin/state events
 	pending *pendingResult
 	br      breaker
 	c       *cache
@@ -64,14 +68,12 @@ func (h *idleHint) holds(view *host.View, r *abi.CompactionRequest) bool {
 }
 
 // pendingResult is a result whose proposals the host was handed but whose
-// admission is not known yet: its state is adopted once the log shows the
-// proposals committed at seq at.
+// admission is not known yet: the log shows them committed at seq at, or
+// refused.
 type pendingResult struct {
 	at        int64
 	step      int64 // the breaker's clock at the call
 	proposals []surface.Proposal
-	state     []byte
-	hasState  bool
 }
 
 // NewCompaction returns the compaction adapter of plugin p.
@@ -79,7 +81,8 @@ func NewCompaction(p *plugin.Plugin, opts ...Option) (*Compaction, error) {
 	if err := checkRole(p, RoleCompaction); err != nil {
 		return nil, err
 	}
-	return &Compaction{p: p, o: newOptions(opts), sessions: map[string]*compactionSession{}}, nil
+	sum := p.ModuleSum()
+	return &Compaction{p: p, o: newOptions(opts), module: hex.EncodeToString(sum[:]), sessions: map[string]*compactionSession{}}, nil
 }
 
 // ID is the plugin's name.
@@ -96,22 +99,24 @@ func (c *Compaction) session(id string) *compactionSession {
 	return s
 }
 
-// Forget drops what the adapter keeps for a session (state blob, failure
-// count, cache), for a session that ended.
+// Forget drops what the adapter keeps for a session (failure count, cache,
+// what it read of the log), for a session that ended. The state blob stays
+// in the session's log.
 func (c *Compaction) Forget(sessionID string) {
 	c.mu.Lock()
 	delete(c.sessions, sessionID)
 	c.mu.Unlock()
 }
 
-// State returns a copy of the state blob kept for a session, counting
-// the latest result once the log shows its proposals admitted.
+// State returns a copy of the state blob the plugin's next call on a
+// session will carry: that of the session's log as of its latest call,
+// counting the plugin/state event of the latest result once committed.
 func (c *Compaction) State(sessionID string) []byte {
 	s := c.session(sessionID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := s.pending; p != nil && p.hasState && s.r != nil && committed(s.r, p.at, p.proposals) {
-		return bytes.Clone(p.state)
+	if s.r != nil {
+		s.state = s.logged.sync(s.r, c.p.Name(), c.module)
 	}
 	return bytes.Clone(s.state)
 }
@@ -141,6 +146,7 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 		return nil, s.br.takeNotice()
 	}
 	s.r = view
+	s.state = s.logged.sync(view, c.p.Name(), c.module)
 	if step, rejected := s.settle(view); rejected != nil {
 		// The host already reported the rejection; it counts as a failure.
 		if err := s.br.failAt(step, rejected, &c.o, sessionName(id)); s.br.open {
@@ -198,24 +204,28 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 			err = fmt.Errorf("plugin %q: call %s: %w", c.p.Name(), methodOf(req.Reason), err)
 		}
 	}
-	if err == nil && res.HasState && len(res.State) > c.o.stateLimit {
-		err = fmt.Errorf("plugin %q: call %s: state of %d bytes exceeds the %d-byte limit",
-			c.p.Name(), methodOf(req.Reason), len(res.State), c.o.stateLimit)
+	if limit := min(c.o.stateLimit, host.MaxPluginStateBytes); err == nil && res.HasState && len(res.State) > limit {
+		err = fmt.Errorf("plugin %q: call %s: state of %d bytes exceeds the %d-byte limit (rule %s)",
+			c.p.Name(), methodOf(req.Reason), len(res.State), limit, host.RulePluginState)
+	}
+	next := s.state
+	if err == nil && res.HasState && !bytes.Equal(res.State, s.state) {
+		// The new state is committed with the result's events, or not.
+		var sp surface.Proposal
+		sp, err = stateProposal(c.p.Name(), c.module, res.State)
+		ps, next = append(ps, sp), res.State
 	}
 	if err != nil {
 		return nil, s.br.fail(classify(err), &c.o, sessionName(id))
 	}
+	if len(res.Proposals) == 0 && req.Reason == host.CompactPressure && res.HasIdleBelowTokens {
+		s.idle = &idleHint{below: res.IdleBelowTokens, header: view.Header(), route: areq.Route, limits: areq.Limits,
+			state: bytes.Clone(next)}
+	}
 	if len(ps) == 0 {
-		if res.HasState {
-			s.state = bytes.Clone(res.State)
-		}
-		if req.Reason == host.CompactPressure && res.HasIdleBelowTokens {
-			s.idle = &idleHint{below: res.IdleBelowTokens, header: view.Header(), route: areq.Route, limits: areq.Limits,
-				state: bytes.Clone(s.state)}
-		}
 		return nil, nil
 	}
-	s.pending = &pendingResult{at: at, step: s.br.steps, proposals: ps, state: bytes.Clone(res.State), hasState: res.HasState}
+	s.pending = &pendingResult{at: at, step: s.br.steps, proposals: ps}
 	return ps, nil
 }
 
@@ -255,10 +265,9 @@ func (c *Compaction) request(view *host.View, req host.CompactionRequest, state 
 	return r
 }
 
-// settle resolves the pending result against the log: its state is
-// adopted when its proposals were committed, dropped otherwise. It
-// returns an error describing a rejection, and the breaker's clock at the
-// call that returned them.
+// settle resolves the pending result against the log. It returns an
+// error describing a rejection, and the breaker's clock at the call that
+// returned them.
 func (s *compactionSession) settle(r reader) (int64, error) {
 	p := s.pending
 	if p == nil {
@@ -267,9 +276,6 @@ func (s *compactionSession) settle(r reader) (int64, error) {
 	s.pending = nil
 	if !committed(r, p.at, p.proposals) {
 		return p.step, fmt.Errorf("the host rejected the %d proposals returned at seq %d", len(p.proposals), p.at)
-	}
-	if p.hasState {
-		s.state = p.state
 	}
 	return 0, nil
 }
@@ -302,6 +308,10 @@ func ConvertProposals(in []abi.Proposal) ([]surface.Proposal, error) {
 	for i, p := range in {
 		if p.Type == "" {
 			return nil, fmt.Errorf("malformed output: proposal %d has no type", i)
+		}
+		if p.Type == host.TypePluginState {
+			return nil, fmt.Errorf("malformed output: proposal %d has type %s, which only the host writes (rule %s): a plugin returns its state in the result's state field",
+				i, p.Type, host.RulePluginState)
 		}
 		q := surface.Proposal{Type: p.Type, Data: bytes.Clone(p.Data), Ignorable: p.Ignorable}
 		switch p.Intent.Kind {
