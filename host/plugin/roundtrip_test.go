@@ -148,10 +148,10 @@ func TestMeterRoundTrip(t *testing.T) {
 	m, err := p.Measure(context.Background(), sess, &abi.MeasureRequest{State: state, HeaderOverride: []byte(`{"a":1}`), HasHeaderOverride: true})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, m.LogRevision)
-	require.EqualValues(t, 10+11+2, m.SurfaceTokens, "JSON bytes seen")
-	require.EqualValues(t, 10+10+2, m.TotalTokens, "runes counted by the host tokenizer")
-	require.Equal(t, abi.Baseline{Kind: abi.BaselineEstimated, Tokens: 22}, m.Baseline)
-	require.EqualValues(t, 7, m.Breakdown.ToolsTokens)
+	require.EqualValues(t, 10+10+2, m.SurfaceTokens, "runes counted by the host tokenizer")
+	require.EqualValues(t, 7, m.Breakdown.ToolsTokens, "the override's size")
+	require.EqualValues(t, 22+7, m.TotalTokens, "the surface and the tools")
+	require.Equal(t, abi.Baseline{Kind: abi.BaselineEstimated, Tokens: 29}, m.Baseline)
 }
 
 func TestGrantsPerKind(t *testing.T) {

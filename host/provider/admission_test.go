@@ -131,6 +131,9 @@ func TestBadMeasurementsAreRefused(t *testing.T) {
 		{"negative", "node 0 (seq 0) is priced -5 tokens"},
 		{"huge", "node 0 (seq 0) is priced 4611686018427387904 tokens"},
 		{"tokenizer", `the tokenizer name "evil\x00name" has the unprintable character U+0000`},
+		{"total", "totalTokens is 7, less than the 1870 tokens its parts are priced (breakdown.tools 0 plus the surface's 1870)"},
+		{"ghost", "node 0 has seq 1073741824, which is no node of the surface"},
+		{"rewind", "logRevision is "},
 	}
 	for _, c := range cases {
 		t.Run(c.attack, func(t *testing.T) {
@@ -146,6 +149,11 @@ func TestBadMeasurementsAreRefused(t *testing.T) {
 			l.turn("one")
 			before := l.s.Log().Events()
 			_, err := m.Measure(context.Background(), nil)
+			if c.attack == "rewind" && err == nil {
+				// The step measured nothing yet: this was the honest
+				// first answer; the next goes back.
+				_, err = m.Measure(context.Background(), l.s.Log().Header())
+			}
 			require.Error(t, err)
 			require.Contains(t, err.Error(), `plugin "`+name+`": call meter.measure: `+string(host.RuleMeasurement)+": ")
 			require.Contains(t, err.Error(), c.reason)
