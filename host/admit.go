@@ -33,6 +33,9 @@ const (
 	RuleDeclaredSurfaceOp surface.Rule = "events/surface-op"
 	// A declared event's data is at most MaxDeclaredEventBytes.
 	RuleDeclaredTooLarge surface.Rule = "events/too-large"
+	// RuleUniqueID: a message a provider proposes onto the surface has an
+	// id no other surface node holds.
+	RuleUniqueID surface.Rule = "message/unique-id"
 )
 
 // Bounds of what a provider may say.
@@ -497,8 +500,44 @@ func (s *Session) admits(by Proposer, planned *surface.Log, first int64, ps []su
 			return err
 		}
 	}
+	if err := checkUniqueIDs(planned, first); err != nil {
+		return err
+	}
 	if err := planned.CheckWireSince(first); err != nil {
 		return err
+	}
+	return nil
+}
+
+// checkUniqueIDs refuses a batch (its first event at seq first) that puts
+// on the planned surface a message whose id another surface node holds:
+// a message id names one node (authors.md). Nodes older than the batch
+// are not compared with each other.
+func checkUniqueIDs(planned *surface.Log, first int64) error {
+	nodes := planned.Nodes()
+	fresh := false
+	for _, seq := range nodes {
+		if seq >= first {
+			fresh = true
+			break
+		}
+	}
+	if !fresh {
+		return nil
+	}
+	held := make(map[string]int64, len(nodes))
+	for _, seq := range nodes {
+		m, ok := planned.Message(seq)
+		if !ok {
+			continue
+		}
+		if other, dup := held[m.ID]; dup && (seq >= first || other >= first) {
+			newer, older := max(seq, other), min(seq, other)
+			e, _ := planned.Event(newer)
+			return refuse(first, int(newer-first), e.Type, RuleUniqueID,
+				"message id %q is already held by the surface node at seq %d", m.ID, older)
+		}
+		held[m.ID] = seq
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ type batch struct {
 	from, to            int64
 	sources             []int64
 	big                 string // appended to the checkpoint's text
+	id                  string // the checkpoint's message id; "" is "cp"
 }
 
 func newBatch(from, to int64, shadowed ...int64) *batch {
@@ -63,8 +64,12 @@ func data(v any) []byte {
 }
 
 func (b *batch) checkpoint() surface.Proposal {
+	id := b.id
+	if id == "" {
+		id = "cp"
+	}
 	return surface.Proposal{Type: surface.TypeUserMessage, Op: surface.Replace(b.from, b.to), Sources: b.sources,
-		Data: data(map[string]any{"id": "cp", "role": "user", "source": b.cpSource, "content": []any{map[string]any{"type": "text", "text": "summary" + b.big}}})}
+		Data: data(map[string]any{"id": id, "role": "user", "source": b.cpSource, "content": []any{map[string]any{"type": "text", "text": "summary" + b.big}}})}
 }
 
 func (b *batch) proposals() []surface.Proposal {

@@ -47,6 +47,7 @@ func TestAuthorsPageRefusalsAreReal(t *testing.T) {
 		{RuleDeclaredSurfaceOp, cb, one(surface.Proposal{Type: "cb/note", Data: []byte(`{}`), Ignorable: true, Sources: []int64{3}})},
 		{RuleDeclaredTooLarge, cb, one(surface.Proposal{Type: "cb/note", Data: []byte(`{"x":"` + strings.Repeat("a", MaxDeclaredEventBytes) + `"}`), Ignorable: true})},
 		{RuleProvenance, cb, with(func(b *batch) { b.cpSource = map[string]any{"kind": "user"} })},
+		{RuleUniqueID, cb, with(func(b *batch) { b.id = "sys" })},
 		{RuleCompactionSchema, cb, with(func(b *batch) { b.summary["shadowedSeqs"] = []int64{3, 40} })},
 		{RuleCompactionBracket, cb, with(func(b *batch) { b.end["error"] = "late" })},
 		{"shrink", cb, with(func(b *batch) {

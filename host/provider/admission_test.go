@@ -51,6 +51,7 @@ func TestHostileProposalsBreakingTheTrustBoundary(t *testing.T) {
 	}{
 		{"orphan", surface.RuleToolResultOrphaned, "answers call"},
 		{"impersonate", host.RuleProvenance, `claims source {kind: "user", plugin: ""}`},
+		{"dupid", host.RuleUniqueID, `message id "m-2" is already held by the surface node at seq 2`},
 		{"tokens-negative", host.RuleCompactionSchema, "shadowedTokenCount is -5, not an integer from 0 to 1099511627776"},
 		{"tokens-huge", host.RuleCompactionSchema, "shadowedTokenCount is 1125899906842624, not an integer from 0 to 1099511627776"},
 		{"stray", host.RuleUndeclaredEvent, "liar/stray"},
