@@ -311,3 +311,39 @@ func TestSummarizeCallsAreTheRoutes(t *testing.T) {
 		})
 	}
 }
+
+// TestPromptChurnIsBounded: a prompt plugin that renders a different
+// prompt for the same request (benign prints the fake time and a random
+// number for the model "entropy") does not replace node 0 each step: the
+// first prompt is kept, each change is a prompt/churn failure, and the
+// third disables the plugin for the session.
+func TestPromptChurnIsBounded(t *testing.T) {
+	lp := load(t, "benign", "churn", provider.RoleSystemPrompt, "", provider.Limits{})
+	var sp *provider.SystemPrompt
+	l := newLoop(t, func(s *host.Session, cfg *host.Config) {
+		var err error
+		sp, err = lp.SystemPrompt(s)
+		require.NoError(t, err)
+		cfg.Prompt = sp
+		cfg.Route.Model = "entropy"
+	})
+	l.turn("one")
+	require.Empty(t, l.failures())
+	first := l.lastSystemPrompt()
+	node0 := l.s.Log().Nodes()[0]
+	for i, msg := range []string{"two", "three", "four", "five", "six"} {
+		require.Equal(t, surface.EndCompleted, l.turn(msg).Reason.Kind, "the session goes on")
+		require.Equal(t, first, l.lastSystemPrompt(), "turn %d keeps the first prompt", i+2)
+		require.Equal(t, node0, l.s.Log().Nodes()[0], "node 0 is intact")
+	}
+	fails := l.failures()
+	require.Len(t, fails, 3, "three changes, then the plugin is not called")
+	for _, f := range fails {
+		require.Equal(t, "churn", f.Plugin)
+		require.Contains(t, f.Error, `plugin "churn": call prompt.render: prompt/churn: the prompt changed though the request did not`)
+	}
+	require.True(t, fails[2].Disabled)
+	require.True(t, sp.Disabled())
+	require.Len(t, l.events(surface.TypeSystemMessage), 1, "node 0 was committed once")
+	l.checkReconstruction()
+}
