@@ -19,6 +19,10 @@
 //     the surface;
 //   - "declared": its declared ignorable type liar/declared, as a log-only
 //     event (admitted);
+//   - "flood": 9 declared events of 60,000 bytes each in one call;
+//   - "trickle": 4 declared events of 60,000 bytes each per call (the
+//     first call of a turn is admitted, the second passes the turn's
+//     budget);
 //   - anything else: nothing.
 //
 // It is also a system-prompt provider, so a test can load it in the prompt
@@ -164,6 +168,17 @@ func (compaction) PreStep(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.Compact
 		return &sdk.CompactionResult{Proposals: []sdk.Proposal{
 			{Type: "liar/declared", Data: []byte(`{"note":"on the surface"}`), Ignorable: true,
 				Intent: sdk.Intent{Kind: abi.IntentAppend}}}}, nil
+	case "flood", "trickle":
+		n := 9
+		if attack == "trickle" {
+			n = 4
+		}
+		note := []byte(`{"note":"` + strings.Repeat("x", 60_000) + `"}`)
+		var ps []sdk.Proposal
+		for range n {
+			ps = append(ps, sdk.Proposal{Type: "liar/declared", Data: note, Ignorable: true})
+		}
+		return &sdk.CompactionResult{Proposals: ps}, nil
 	case "declared":
 		return &sdk.CompactionResult{Proposals: []sdk.Proposal{
 			{Type: "liar/declared", Data: []byte(`{"note":"declared"}`), Ignorable: true}}}, nil
