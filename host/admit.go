@@ -33,6 +33,12 @@ const (
 	RuleDeclaredSurfaceOp surface.Rule = "events/surface-op"
 	// A declared event's data is at most MaxDeclaredEventBytes.
 	RuleDeclaredTooLarge surface.Rule = "events/too-large"
+	// RuleUniqueID: a message a provider proposes onto the surface has an
+	// id no other surface node holds.
+	RuleUniqueID surface.Rule = "message/unique-id"
+	// RuleDeclaredBudget: the declared events of a batch and of a turn
+	// stay within their count and byte budgets.
+	RuleDeclaredBudget surface.Rule = "events/budget"
 )
 
 // Bounds of what a provider may say.
@@ -41,6 +47,14 @@ const (
 	MaxCount int64 = 1 << 40
 	// MaxDeclaredEventBytes bounds the data of one declared event (64 KiB).
 	MaxDeclaredEventBytes = 64 << 10
+	// MaxDeclaredPerCall and MaxDeclaredBytesPerCall bound the declared
+	// events of one batch; MaxDeclaredPerTurn and MaxDeclaredBytesPerTurn
+	// those a proposer's types add to one turn, this batch included
+	// (RuleDeclaredBudget).
+	MaxDeclaredPerCall      = 8
+	MaxDeclaredBytesPerCall = 256 << 10
+	MaxDeclaredPerTurn      = 32
+	MaxDeclaredBytesPerTurn = 384 << 10
 	// maxIDBytes bounds a compaction id.
 	maxIDBytes = 256
 )
@@ -96,6 +110,39 @@ func checkDeclared(by Proposer, first int64, ps []surface.Proposal) error {
 		case len(p.Data) > MaxDeclaredEventBytes:
 			return refuse(first, i, p.Type, RuleDeclaredTooLarge, "the %q event has %d bytes of data, more than %d", p.Type, len(p.Data), MaxDeclaredEventBytes)
 		}
+	}
+	return nil
+}
+
+// checkDeclaredBudget bounds the declared events of batch ps (its first
+// event at seq first) by count and bytes, alone and with those of the
+// proposer's declared types already in the log since the latest
+// turn/start.
+func checkDeclaredBudget(by Proposer, log *surface.Log, first int64, ps []surface.Proposal) error {
+	n, size, last := 0, 0, -1
+	for i := range ps {
+		if !surface.Known(ps[i].Type) && by.declared(ps[i].Type) {
+			n, size, last = n+1, size+len(ps[i].Data), i
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	typ := ps[last].Type
+	if n > MaxDeclaredPerCall || size > MaxDeclaredBytesPerCall {
+		return refuse(first, last, typ, RuleDeclaredBudget, "%d declared events of %d bytes in one call, more than %d events or %d bytes",
+			n, size, MaxDeclaredPerCall, MaxDeclaredBytesPerCall)
+	}
+	evs := log.Events()
+	tn, tsize := n, size
+	for i := len(evs) - 1; i >= 0 && evs[i].Type != surface.TypeTurnStart; i-- {
+		if by.declared(evs[i].Type) {
+			tn, tsize = tn+1, tsize+len(evs[i].Data)
+		}
+	}
+	if tn > MaxDeclaredPerTurn || tsize > MaxDeclaredBytesPerTurn {
+		return refuse(first, last, typ, RuleDeclaredBudget, "%d declared events of %d bytes in this turn with this call's, more than %d events or %d bytes",
+			tn, tsize, MaxDeclaredPerTurn, MaxDeclaredBytesPerTurn)
 	}
 	return nil
 }
@@ -486,6 +533,9 @@ func (s *Session) screen(by Proposer, ps []surface.Proposal) error {
 	first := s.log.NextSeq()
 	err := checkDeclared(by, first, ps)
 	if err == nil {
+		err = checkDeclaredBudget(by, s.log, first, ps)
+	}
+	if err == nil {
 		err = checkProvenance(by, first, ps)
 	}
 	return err
@@ -503,8 +553,44 @@ func (s *Session) admits(by Proposer, planned *surface.Log, first int64, ps []su
 			return err
 		}
 	}
+	if err := checkUniqueIDs(planned, first); err != nil {
+		return err
+	}
 	if err := planned.CheckWireSince(first); err != nil {
 		return err
+	}
+	return nil
+}
+
+// checkUniqueIDs refuses a batch (its first event at seq first) that puts
+// on the planned surface a message whose id another surface node holds:
+// a message id names one node (authors.md). Nodes older than the batch
+// are not compared with each other.
+func checkUniqueIDs(planned *surface.Log, first int64) error {
+	nodes := planned.Nodes()
+	fresh := false
+	for _, seq := range nodes {
+		if seq >= first {
+			fresh = true
+			break
+		}
+	}
+	if !fresh {
+		return nil
+	}
+	held := make(map[string]int64, len(nodes))
+	for _, seq := range nodes {
+		m, ok := planned.Message(seq)
+		if !ok {
+			continue
+		}
+		if other, dup := held[m.ID]; dup && (seq >= first || other >= first) {
+			newer, older := max(seq, other), min(seq, other)
+			e, _ := planned.Event(newer)
+			return refuse(first, int(newer-first), e.Type, RuleUniqueID,
+				"message id %q is already held by the surface node at seq %d", m.ID, older)
+		}
+		held[m.ID] = seq
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ type batch struct {
 	from, to            int64
 	sources             []int64
 	big                 string // appended to the checkpoint's text
+	id                  string // the checkpoint's message id; "" is "cp"
 }
 
 func newBatch(from, to int64, shadowed ...int64) *batch {
@@ -63,8 +64,12 @@ func data(v any) []byte {
 }
 
 func (b *batch) checkpoint() surface.Proposal {
+	id := b.id
+	if id == "" {
+		id = "cp"
+	}
 	return surface.Proposal{Type: surface.TypeUserMessage, Op: surface.Replace(b.from, b.to), Sources: b.sources,
-		Data: data(map[string]any{"id": "cp", "role": "user", "source": b.cpSource, "content": []any{map[string]any{"type": "text", "text": "summary" + b.big}}})}
+		Data: data(map[string]any{"id": id, "role": "user", "source": b.cpSource, "content": []any{map[string]any{"type": "text", "text": "summary" + b.big}}})}
 }
 
 func (b *batch) proposals() []surface.Proposal {
@@ -230,7 +235,7 @@ func TestCheckpointOfFindsTheBracket(t *testing.T) {
 
 func TestValidateMeasurement(t *testing.T) {
 	good := func() *Measurement {
-		return &Measurement{LogRevision: 9, Baseline: "estimated", BaselineTokens: 30, TotalTokens: 30, SurfaceTokens: 30,
+		return &Measurement{LogRevision: 9, Baseline: "estimated", BaselineTokens: 34, TotalTokens: 34, SurfaceTokens: 30,
 			Nodes:     []NodeTokens{{Seq: 2, Tokens: 10, HeuristicTokens: 9}, {Seq: 3, Tokens: 20, HeuristicTokens: 21}},
 			Breakdown: Breakdown{System: 10, User: 20, Tools: 4}, Tokenizer: "deepseek-v3"}
 	}
@@ -253,6 +258,20 @@ func TestValidateMeasurement(t *testing.T) {
 		{"a replaced head: seqs not ascending", func(m *Measurement) { m.Nodes[0].Seq = 22 }, ""},
 		{"a seq twice", func(m *Measurement) { m.Nodes[1].Seq = 2 }, "node 1 has seq 2, like node 0"},
 		{"negative total", func(m *Measurement) { m.TotalTokens = -3 }, "totalTokens is -3"},
+		{"total not baseline plus delta", func(m *Measurement) { m.TotalTokens = 35 },
+			"totalTokens is 35, but baselineTokens 34 plus surfaceDeltaTokens 0 is 34"},
+		{"a usage baseline with a delta", func(m *Measurement) {
+			m.Baseline, m.BaselineTokens, m.SurfaceDeltaTokens, m.TotalTokens = "usage", 40, 5, 45
+		}, ""},
+		{"a negative sum is clamped", func(m *Measurement) {
+			*m = Measurement{Baseline: "usage", BaselineTokens: 3, SurfaceDeltaTokens: -5}
+		}, ""},
+		{"total below its parts", func(m *Measurement) { m.BaselineTokens, m.TotalTokens = 7, 7 },
+			"totalTokens is 7, less than the 34 tokens its parts are priced (breakdown.tools 4 plus the surface's 30)"},
+		{"total below a coarse breakdown", func(m *Measurement) {
+			m.Nodes, m.SurfaceTokens, m.Breakdown = nil, 0, Breakdown{User: 1863, System: 7}
+			m.BaselineTokens, m.TotalTokens = 7, 7
+		}, "totalTokens is 7, less than the 1870 tokens its parts are priced (breakdown.tools 0 plus the surface's 1870)"},
 		{"huge baseline", func(m *Measurement) { m.BaselineTokens = 1 << 62 }, "baselineTokens is 4611686018427387904"},
 		{"negative breakdown", func(m *Measurement) { m.Breakdown.Tools = -1 }, "breakdown.tools is -1"},
 		{"huge delta", func(m *Measurement) { m.SurfaceDeltaTokens = -1 << 62 }, "surfaceDeltaTokens is -4611686018427387904"},

@@ -244,7 +244,7 @@ func NewAgent(s *Session, cfg Config) (*Agent, error) {
 	for i, c := range cfg.Compactors {
 		c := c
 		_, err := a.PreStepChain.Add("compaction:"+c.ID(), func(ctx context.Context, in PreStep) (PreStep, error) {
-			return in, a.compact(ctx, c, CompactPressure)
+			return in, a.compactWith(ctx, c, CompactionRequest{Reason: CompactPressure, Step: in.Step})
 		}, waterfall.Priority(-1000+i))
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package host
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,7 +47,9 @@ func TestAuthorsPageRefusalsAreReal(t *testing.T) {
 		{RuleDeclaredNotIgnorable, cb, one(surface.Proposal{Type: "cb/note", Data: []byte(`{}`)})},
 		{RuleDeclaredSurfaceOp, cb, one(surface.Proposal{Type: "cb/note", Data: []byte(`{}`), Ignorable: true, Sources: []int64{3}})},
 		{RuleDeclaredTooLarge, cb, one(surface.Proposal{Type: "cb/note", Data: []byte(`{"x":"` + strings.Repeat("a", MaxDeclaredEventBytes) + `"}`), Ignorable: true})},
+		{RuleDeclaredBudget, cb, slices.Repeat(one(surface.Proposal{Type: "cb/note", Data: []byte(`{}`), Ignorable: true}), MaxDeclaredPerCall+1)},
 		{RuleProvenance, cb, with(func(b *batch) { b.cpSource = map[string]any{"kind": "user"} })},
+		{RuleUniqueID, cb, with(func(b *batch) { b.id = "sys" })},
 		{RuleCompactionSchema, cb, with(func(b *batch) { b.summary["shadowedSeqs"] = []int64{3, 40} })},
 		{RuleCompactionBracket, cb, with(func(b *batch) { b.end["error"] = "late" })},
 		{"shrink", cb, with(func(b *batch) {

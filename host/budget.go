@@ -103,6 +103,9 @@ type PluginCall struct {
 	// N numbers the calls of one compaction from 1.
 	N       int          `json:"n"`
 	Request CallEnvelope `json:"request"`
+	// Asked is what the plugin asked for where the host sent otherwise
+	// (the route's provider, model and output cap).
+	Asked *CallAsked `json:"asked,omitzero"`
 	// Outcome is "ok", "error" (the model call failed) or "refused" (past
 	// the budget; the model was not called). Refused counts the refused
 	// calls this record stands for.
@@ -209,7 +212,7 @@ func (v *View) summarizeBudgeted(ctx context.Context, req SummaryRequest) (*Summ
 	if err := l.admit(); err != nil {
 		l.refused++
 		if l.refused == 1 {
-			l.records = append(l.records, PluginCall{N: len(l.records) + 1, Request: v.envelope(&req),
+			l.records = append(l.records, PluginCall{N: len(l.records) + 1, Request: v.envelope(&req), Asked: req.Asked,
 				Outcome: "refused", Error: err.Error(), Refused: 1})
 		} else {
 			for i := len(l.records) - 1; i >= 0; i-- {
@@ -224,7 +227,7 @@ func (v *View) summarizeBudgeted(ctx context.Context, req SummaryRequest) (*Summ
 	env := v.envelope(&req)
 	start := v.s.now()
 	res, err := v.tel.summarize(ctx, v.summarizer, req)
-	rec := PluginCall{N: len(l.records) + 1, Request: env, Outcome: "ok", DurationMs: v.s.now() - start}
+	rec := PluginCall{N: len(l.records) + 1, Request: env, Asked: req.Asked, Outcome: "ok", DurationMs: v.s.now() - start}
 	l.calls++
 	if res != nil && res.Usage != nil {
 		u := *res.Usage

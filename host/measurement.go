@@ -45,7 +45,10 @@ func (e *MeasurementError) Is(target error) bool {
 // without overflow, equal SurfaceTokens; the breakdown's system, user,
 // assistant and tool-result categories add up to at most MaxCount and, when
 // the meter priced nodes and split its total, to SurfaceTokens (a meter
-// that prices no nodes may report a coarse breakdown); the estimate error is bounded by
+// that prices no nodes may report a coarse breakdown); TotalTokens is
+// BaselineTokens plus SurfaceDeltaTokens (at least 0) and at least
+// Breakdown.Tools plus SurfaceTokens (or the categories' sum, when larger);
+// the estimate error is bounded by
 // MaxCount either way; the tokenizer name is empty or a printable string of
 // at most MaxTokenizerName bytes.
 func ValidateMeasurement(m *Measurement) error {
@@ -108,6 +111,18 @@ func ValidateMeasurement(m *Measurement) error {
 	if len(m.Nodes) > 0 && parts != m.SurfaceTokens && parts != 0 {
 		return bad("the breakdown's system, user, assistant and tool-result tokens add up to %d, but surfaceTokens is %d",
 			parts, m.SurfaceTokens)
+	}
+	// The total is the baseline plus the surface's change since it, at
+	// least 0, and a request costs at least what its parts are priced:
+	// the tools plus the surface (or the breakdown's categories, when the
+	// meter prices no surface).
+	if want := max(0, m.BaselineTokens+m.SurfaceDeltaTokens); m.TotalTokens != want {
+		return bad("totalTokens is %d, but baselineTokens %d plus surfaceDeltaTokens %d is %d",
+			m.TotalTokens, m.BaselineTokens, m.SurfaceDeltaTokens, want)
+	}
+	if priced := b.Tools + max(m.SurfaceTokens, parts); m.TotalTokens < priced {
+		return bad("totalTokens is %d, less than the %d tokens its parts are priced (breakdown.tools %d plus the surface's %d)",
+			m.TotalTokens, priced, b.Tools, max(m.SurfaceTokens, parts))
 	}
 	if t := m.Tokenizer; t != "" {
 		if len(t) > MaxTokenizerName || !utf8.ValidString(t) {

@@ -103,6 +103,10 @@ type CompactionRequest struct {
 	Reason CompactionReason
 	// Turn is the open turn owning the bracket; 0 for manual compaction.
 	Turn int64
+	// Step is the step about to start for pressure compaction (which runs
+	// before the step's step/start); 0 for the others, which read the log's
+	// open step.
+	Step int64
 	// Route is the conversation's route (the summarization default).
 	Route Route
 	// Start and End (CompactRegion only) are the first and last seq of the
@@ -130,6 +134,18 @@ type SummaryRequest struct {
 	Messages        []*surface.Message
 	Tools           []jsontext.Value
 	MaxTokens       int64
+	// Asked is what the proposer asked for when the host sent something
+	// else (the route's provider and model, its output cap); nil when the
+	// request is as asked. The plugin/call record keeps it.
+	Asked *CallAsked
+}
+
+// CallAsked is the call config a proposer asked for in a summarize call
+// the host overrode: a plugin does not choose the route or exceed its cap.
+type CallAsked struct {
+	Provider  string `json:"provider,omitzero"`
+	Model     string `json:"model,omitzero"`
+	MaxTokens int64  `json:"maxTokens,omitzero"`
 }
 
 // SummaryResult is the summarizer's output.

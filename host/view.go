@@ -105,6 +105,16 @@ func (v *View) Summarize(ctx context.Context, req SummaryRequest) (*SummaryResul
 	return v.summarizeBudgeted(ctx, req)
 }
 
+// MaxSummarizeTokens is the token budget of the compaction's summarize
+// calls together (CompactionBudget.MaxTokens, sandbox.compaction.maxSummarizeTokens);
+// no single call can use more output than that. 0 when unbounded.
+func (v *View) MaxSummarizeTokens() int64 {
+	if v.ledger == nil || v.ledger.budget.MaxTokens < 0 {
+		return 0
+	}
+	return v.ledger.budget.MaxTokens
+}
+
 // Exceeded is the error of a compaction that ran past its budget (a
 // refused summarize call, or the wall clock), else nil. A compaction past
 // its budget is a failure of its provider whatever the provider returned.

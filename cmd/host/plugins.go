@@ -125,7 +125,10 @@ func verifyPlugin(e *env, cfg *config.Config, path, name string, asJSON bool) er
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(path), ".wasm")
 	}
-	p, err := rt.Load(ctx, name, wasm)
+	// The instance starts under the limits host run applies and the table
+	// below prints (config.StartTimeout, the output and soft memory limits).
+	p, err := rt.Load(ctx, name, wasm, plugin.WithDeadline(abi.KindUnspecified, config.StartTimeout),
+		plugin.WithOutputLimit(int(cfg.Sandbox.OutputLimitKiB)<<10), plugin.WithSoftMemoryLimit(cfg.Sandbox.SoftMemoryBytes()))
 	if err != nil {
 		return fmt.Errorf("%s does not load: %w", path, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/host/provider"
 	"github.com/weirhost/weir/host/setup"
 )
@@ -44,12 +45,13 @@ func newHost(ctx context.Context, e *env, cfg *config.Config, route *setup.Route
 // output).
 func newHostWith(ctx context.Context, e *env, cfg *config.Config, route *setup.Route, log hclog.Logger, pluginConfig map[string][]byte, meterState bool) (*setup.Host, error) {
 	dir := cacheDir()
+	trusted := dir != "" && plugin.CheckCacheDir(dir) == nil
 	// The notice goes out when the first load finds its module not yet
 	// compiled into the cache: a first run, a new plugin, a new version.
 	var notice sync.Once
 	announce := func(string) {
 		notice.Do(func() {
-			if dir == "" {
+			if !trusted {
 				fmt.Fprintln(e.stderr, "compiling plugins (no compilation cache)…")
 			} else {
 				fmt.Fprintln(e.stderr, "compiling plugins (first run only)…")
@@ -58,7 +60,8 @@ func newHostWith(ctx context.Context, e *env, cfg *config.Config, route *setup.R
 	}
 	opts := &setup.Options{Route: route, CacheDir: dir, OnCompile: announce, InterpreterFirst: true,
 		Logger: log, PluginConfig: pluginConfig, Workdir: workdir()}
-	if dir != "" && meterState {
+	if trusted && meterState {
+		// (An untrusted folder the runtime ignores, and says why.)
 		// The meter's state blobs beside the compiled code: a resumed
 		// session starts its meter from its blob instead of its log.
 		opts.MeterState = &provider.DirStateCache{Dir: filepath.Join(dir, "meter-state")}

@@ -87,18 +87,20 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 const fakeEpoch = int64(946684800) * int64(time.Second)
 
 // sandbox completes an instance's module configuration. There is no WithFS,
-// WithArgs or WithEnv: no files, no arguments, no environment. Clocks are
-// fake and advance 1 ms per reading from fixed starting points; sleeping
-// returns at once (wazero's default); random bytes come from a fixed seed.
-// An instance therefore sees the same time and randomness on every run,
-// and plugins get real time only as data from the host.
+// WithArgs or WithEnv: no files, no arguments, no environment. The wall
+// clock is fake and stands still at fakeEpoch, so a plugin that prints the
+// time renders the same text on every call (a prompt that changed with
+// each reading would replace node 0 every step); the monotonic clock is
+// fake and advances 1 ms per reading (the guest's runtime measures
+// durations with it); sleeping returns at once (wazero's default); random
+// bytes come from a fixed seed. An instance therefore sees the same time
+// and randomness on every run, and plugins get real time only as data
+// from the host.
 func sandbox(mc wazero.ModuleConfig) wazero.ModuleConfig {
-	var wall, mono int64
+	var mono int64
 	return mc.
 		WithWalltime(func() (int64, int32) {
-			wall += int64(time.Millisecond)
-			t := fakeEpoch + wall
-			return t / int64(time.Second), int32(t % int64(time.Second))
+			return fakeEpoch / int64(time.Second), int32(fakeEpoch % int64(time.Second))
 		}, sys.ClockResolution(time.Millisecond)).
 		WithNanotime(func() int64 {
 			mono += int64(time.Millisecond)

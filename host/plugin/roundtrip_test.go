@@ -61,9 +61,23 @@ func TestSandboxIsDeterministic(t *testing.T) {
 		require.NoError(t, err)
 		seen = append(seen, got)
 	}
-	require.Regexp(t, `^2000-01-01T00:00:00\.\d+Z [0-9a-f]+$`, seen[0])
+	require.Regexp(t, `^2000-01-01T00:00:00Z [0-9a-f]+$`, seen[0])
 	require.Equal(t, seen[0], seen[1], "fresh instances see the same time and randomness")
 	require.Equal(t, seen[0], seen[2])
+}
+
+// The wall clock stands still: one instance reads the same time on every
+// call, so a prompt that prints it does not change from call to call.
+func TestWallClockIsStable(t *testing.T) {
+	p := loadBenign(t)
+	var times []string
+	for range 3 {
+		got, err := p.RenderPrompt(context.Background(), nil, &abi.RenderRequest{Route: abi.Route{Model: "entropy"}})
+		require.NoError(t, err)
+		times = append(times, strings.Fields(got)[0])
+	}
+	require.Equal(t, []string{"2000-01-01T00:00:00Z", "2000-01-01T00:00:00Z", "2000-01-01T00:00:00Z"}, times)
+	require.EqualValues(t, 1, p.Stats().Started, "one instance served the calls")
 }
 
 func TestInitFailureFailsLoad(t *testing.T) {
@@ -148,10 +162,10 @@ func TestMeterRoundTrip(t *testing.T) {
 	m, err := p.Measure(context.Background(), sess, &abi.MeasureRequest{State: state, HeaderOverride: []byte(`{"a":1}`), HasHeaderOverride: true})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, m.LogRevision)
-	require.EqualValues(t, 10+11+2, m.SurfaceTokens, "JSON bytes seen")
-	require.EqualValues(t, 10+10+2, m.TotalTokens, "runes counted by the host tokenizer")
-	require.Equal(t, abi.Baseline{Kind: abi.BaselineEstimated, Tokens: 22}, m.Baseline)
-	require.EqualValues(t, 7, m.Breakdown.ToolsTokens)
+	require.EqualValues(t, 10+10+2, m.SurfaceTokens, "runes counted by the host tokenizer")
+	require.EqualValues(t, 7, m.Breakdown.ToolsTokens, "the override's size")
+	require.EqualValues(t, 22+7, m.TotalTokens, "the surface and the tools")
+	require.Equal(t, abi.Baseline{Kind: abi.BaselineEstimated, Tokens: 29}, m.Baseline)
 }
 
 func TestGrantsPerKind(t *testing.T) {

@@ -81,8 +81,13 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 	}
 	rc := sandboxed(wazero.NewRuntimeConfig(), pages) // compiler engine where supported, interpreter elsewhere
 	var cache wazero.CompilationCache
+	if err := CheckCacheDir(cfg.cacheDir); err != nil {
+		// Code another user could have planted is never loaded.
+		cfg.logger.Named("plugin").Warn("ignoring the compilation cache; compiling in memory", "error", err)
+		cfg.cacheDir = ""
+	}
 	if cfg.cacheDir != "" {
-		if err := os.MkdirAll(cfg.cacheDir, 0o755); err != nil {
+		if err := os.MkdirAll(cfg.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("plugin runtime: compilation cache %s: %w", cfg.cacheDir, err)
 		}
 		c, err := wazero.NewCompilationCacheWithDir(cfg.cacheDir)
@@ -247,6 +252,11 @@ func (r *Runtime) runCompile(ctx context.Context, key [32]byte, e *compileEntry,
 	res := make(chan result, 1)
 	go func() {
 		mod, err := r.wz.CompileModule(cctx, wasm)
+		if cacheFailure(err) && r.cfg.cacheDir != "" {
+			// A corrupt cache entry: drop it and compile afresh (cache.go).
+			r.dropCacheEntries(err)
+			mod, err = r.wz.CompileModule(cctx, wasm)
+		}
 		res <- result{mod, err}
 	}()
 	var expired <-chan time.Time

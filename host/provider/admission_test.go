@@ -51,6 +51,8 @@ func TestHostileProposalsBreakingTheTrustBoundary(t *testing.T) {
 	}{
 		{"orphan", surface.RuleToolResultOrphaned, "answers call"},
 		{"impersonate", host.RuleProvenance, `claims source {kind: "user", plugin: ""}`},
+		{"flood", host.RuleDeclaredBudget, "9 declared events of 540099 bytes in one call, more than 8 events or 262144 bytes"},
+		{"dupid", host.RuleUniqueID, `message id "m-2" is already held by the surface node at seq 2`},
 		{"tokens-negative", host.RuleCompactionSchema, "shadowedTokenCount is -5, not an integer from 0 to 1099511627776"},
 		{"tokens-huge", host.RuleCompactionSchema, "shadowedTokenCount is 1125899906842624, not an integer from 0 to 1099511627776"},
 		{"stray", host.RuleUndeclaredEvent, "liar/stray"},
@@ -119,6 +121,37 @@ func TestDeclaredIgnorableEventIsAdmitted(t *testing.T) {
 	l.checkReconstruction()
 }
 
+// TestDeclaredEventsAreBudgetedPerTurn: a plugin whose every call adds
+// 240 KB of declared events has its first call of a turn admitted and
+// the second, past the turn's 384 KiB, refused with events/budget.
+func TestDeclaredEventsAreBudgetedPerTurn(t *testing.T) {
+	lp := load(t, "liar", "liar-trickle", provider.RoleCompaction, `{"attack":"trickle"}`, provider.Limits{})
+	comp, err := lp.Compaction()
+	require.NoError(t, err)
+	l := toolLoop(t, comp)
+	l.script()
+	require.Equal(t, surface.EndCompleted, l.turn("please echo something for me").Reason.Kind)
+	require.Empty(t, l.failures(), "one call in the first turn, within its budget")
+	require.Len(t, l.events("liar/declared"), 4)
+	node0 := l.s.Log().Nodes()[0]
+
+	l.script()
+	require.Equal(t, surface.EndCompleted, l.turn("and again").Reason.Kind, "the session goes on")
+	require.Len(t, l.events("liar/declared"), 8, "the second turn's first call is admitted, its second is not")
+	fails := l.failures()
+	require.Len(t, fails, 1)
+	require.Contains(t, fails[0].Error, `compaction provider "liar-trickle": proposal rejected`)
+	require.Contains(t, fails[0].Error, string(host.RuleDeclaredBudget)+": 8 declared events of 480088 bytes in this turn with this call's, more than 32 events or 393216 bytes")
+	var bytes int
+	for _, e := range l.events("liar/declared") {
+		bytes += len(e.Data)
+	}
+	require.LessOrEqual(t, bytes, 2*host.MaxDeclaredBytesPerTurn, "the log holds at most a turn's budget per turn")
+	require.Equal(t, node0, l.s.Log().Nodes()[0], "node 0 is intact")
+	require.Nil(t, l.s.Log().CheckWire())
+	l.checkReconstruction()
+}
+
 // TestBadMeasurementsAreRefused: a measurement with negative or
 // overflowing counts or an unprintable tokenizer name is a failure of the
 // meter plugin, named with the rule; it reads as no measurement (the
@@ -131,6 +164,9 @@ func TestBadMeasurementsAreRefused(t *testing.T) {
 		{"negative", "node 0 (seq 0) is priced -5 tokens"},
 		{"huge", "node 0 (seq 0) is priced 4611686018427387904 tokens"},
 		{"tokenizer", `the tokenizer name "evil\x00name" has the unprintable character U+0000`},
+		{"total", "totalTokens is 7, less than the 1870 tokens its parts are priced (breakdown.tools 0 plus the surface's 1870)"},
+		{"ghost", "node 0 has seq 1073741824, which is no node of the surface"},
+		{"rewind", "logRevision is "},
 	}
 	for _, c := range cases {
 		t.Run(c.attack, func(t *testing.T) {
@@ -146,6 +182,11 @@ func TestBadMeasurementsAreRefused(t *testing.T) {
 			l.turn("one")
 			before := l.s.Log().Events()
 			_, err := m.Measure(context.Background(), nil)
+			if c.attack == "rewind" && err == nil {
+				// The step measured nothing yet: this was the honest
+				// first answer; the next goes back.
+				_, err = m.Measure(context.Background(), l.s.Log().Header())
+			}
 			require.Error(t, err)
 			require.Contains(t, err.Error(), `plugin "`+name+`": call meter.measure: `+string(host.RuleMeasurement)+": ")
 			require.Contains(t, err.Error(), c.reason)

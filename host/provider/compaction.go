@@ -246,6 +246,10 @@ func (c *Compaction) request(view *host.View, req host.CompactionRequest, state 
 	if req.Turn != 0 {
 		turn = req.Turn
 	}
+	if req.Step != 0 {
+		// Pressure compaction runs before the step's step/start.
+		step = req.Step
+	}
 	r := &abi.CompactionRequest{
 		Turn:   turn,
 		Step:   step,

@@ -288,16 +288,14 @@ func (h *Host) Measure(ctx context.Context) (*abi.Measurement, error) {
 }
 
 // Summarize implements plugin.Host: a model call through the session's
-// summarizer (compaction calls only). A non-empty instruction is sent as a
-// final user message after the request's messages.
+// summarizer (compaction calls only) on the compaction's route
+// (summaryCall). A non-empty instruction is sent as a final user message
+// after the request's messages.
 func (h *Host) Summarize(ctx context.Context, req *abi.SummarizeRequest) (*abi.SummarizeResult, error) {
 	if h.kind != abi.KindCompaction || h.view == nil {
 		return nil, fmt.Errorf("summarize serves compaction calls only: %w", plugin.ErrNotGranted)
 	}
-	sr := host.SummaryRequest{Provider: req.Route.Provider, Model: req.Route.Model, MaxTokens: req.MaxTokens}
-	if sr.Provider == "" && sr.Model == "" {
-		sr.Provider, sr.Model = h.route.Provider, h.route.Model
-	}
+	sr := summaryCall(req, h.route, h.view.MaxSummarizeTokens())
 	for i, raw := range req.Messages {
 		var m surface.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
@@ -348,6 +346,40 @@ func (h *Host) Summarize(ctx context.Context, req *abi.SummarizeRequest) (*abi.S
 		}
 	}
 	return out, nil
+}
+
+// summaryCall is the call config the host sends for a plugin's summarize
+// request: the provider and model of route whatever the plugin named, and
+// the plugin's max tokens clamped to the route's cap (route.MaxTokens), or,
+// on a route without one, to the compaction's token budget (budget; 0:
+// none). A request naming no size gets the route's cap. What the plugin
+// asked for is kept in Asked where it differs, for the plugin/call record.
+func summaryCall(req *abi.SummarizeRequest, route host.Route, budget int64) host.SummaryRequest {
+	sr := host.SummaryRequest{Provider: route.Provider, Model: route.Model, MaxTokens: route.MaxTokens}
+	limit := route.MaxTokens
+	if limit <= 0 {
+		limit = budget
+	}
+	if req.MaxTokens > 0 {
+		sr.MaxTokens = req.MaxTokens
+		if limit > 0 {
+			sr.MaxTokens = min(req.MaxTokens, limit)
+		}
+	}
+	var asked host.CallAsked
+	if p := req.Route.Provider; p != "" && p != route.Provider {
+		asked.Provider = p
+	}
+	if m := req.Route.Model; m != "" && m != route.Model {
+		asked.Model = m
+	}
+	if req.MaxTokens > 0 && req.MaxTokens != sr.MaxTokens {
+		asked.MaxTokens = req.MaxTokens
+	}
+	if asked != (host.CallAsked{}) {
+		sr.Asked = &asked
+	}
+	return sr
 }
 
 // CountTokens implements plugin.Host with the host's native tokenizers.

@@ -163,6 +163,7 @@ func TestHostAnswersFromTheView(t *testing.T) {
 		require.Equal(t, "Summarize.", surface.TextOf(sum.req.Messages[1].Content))
 		require.Equal(t, surface.Source{Kind: "plugin", Plugin: "probe"}, sum.req.Messages[1].Source)
 		require.Equal(t, int64(64), sum.req.MaxTokens)
+		require.Nil(t, sum.req.Asked, "sent as asked")
 		require.Len(t, sum.req.Tools, 1)
 		_, err = h.Summarize(ctx, &abi.SummarizeRequest{Messages: [][]byte{[]byte(`not json`)}})
 		require.ErrorContains(t, err, "summarize: message 0 is not a message")

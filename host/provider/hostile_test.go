@@ -2,11 +2,16 @@ package provider_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/host/provider"
 	"github.com/weirhost/weir/sdk/abi"
@@ -205,5 +210,140 @@ func TestTrappingPromptKeepsTheLastGoodPrompt(t *testing.T) {
 	require.Equal(t, good, l.lastSystemPrompt(), "the session keeps its prompt")
 	require.Len(t, l.failures(), failed+1, "the breaker says so once")
 	require.Len(t, l.events(surface.TypeSystemMessage), 2)
+	l.checkReconstruction()
+}
+
+// wireModel answers every request and keeps the wire bytes of the
+// summarization requests (those ending in the loop plugin's instruction).
+type wireModel struct {
+	mu        sync.Mutex
+	summaries [][]byte
+	turns     int
+}
+
+func (m *wireModel) Stream(_ context.Context, req *llm.Request, _ func(llm.Delta)) (*llm.Result, error) {
+	body, err := llm.EncodeRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if strings.HasPrefix(surface.TextOf(req.Messages[len(req.Messages)-1].Content), "Summarize, round ") {
+		m.summaries = append(m.summaries, body)
+	} else {
+		m.turns++
+	}
+	return text("fine"), nil
+}
+
+// TestSummarizeCallsAreTheRoutes runs a plugin whose summarize calls name
+// a provider and a model of its own and ask for 2^40 output tokens: the
+// calls that reach the model are the route's, under its cap, and the
+// plugin/call records keep what was asked.
+func TestSummarizeCallsAreTheRoutes(t *testing.T) {
+	cases := []struct {
+		name            string
+		routeMax, asked int64
+		sent            int64 // max_tokens on the wire; 0: absent
+	}{
+		{"over the route's cap", 512, 1 << 40, 512},
+		{"under the route's cap", 512, 100, 100},
+		{"no size asked", 512, 0, 512},
+		{"a route without a cap: the compaction's token budget", 0, 1 << 40, host.DefaultMaxSummarizeTokens},
+		{"a route without a cap, no size asked", 0, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lp := load(t, "loop", "greedy", provider.RoleCompaction,
+				fmt.Sprintf(`{"calls":2,"provider":"expensive","model":"gpt-expensive","maxTokens":%d}`, c.asked),
+				provider.Limits{Call: 30 * time.Second})
+			comp, err := lp.Compaction()
+			require.NoError(t, err)
+			m := &wireModel{}
+			l := newLoop(t, func(_ *host.Session, cfg *host.Config) {
+				cfg.Model, cfg.Summarizer = m, nil // summarization goes to the model
+				cfg.Route.MaxTokens = c.routeMax
+				cfg.Compactors = []host.CompactionProvider{comp}
+			})
+			l.turn("one") // the surface is empty at its pre-step: no summarizing
+			require.Empty(t, m.summaries)
+			require.Equal(t, surface.EndCompleted, l.turn("two").Reason.Kind, "the session goes on")
+			require.Empty(t, l.failures(), "an overridden request is not the plugin's failure")
+
+			require.Len(t, m.summaries, 2, "model calls the compaction made")
+			for i, body := range m.summaries {
+				require.Less(t, len(body), 2048, "request %d stays small", i)
+				require.NotContains(t, string(body), "expensive")
+				var wire struct {
+					Model     string `json:"model"`
+					MaxTokens *int64 `json:"max_tokens"`
+				}
+				require.NoError(t, json.Unmarshal(body, &wire, json.RejectUnknownMembers(false)))
+				require.Equal(t, "m1", wire.Model, "the route's model")
+				if c.sent == 0 {
+					require.Nil(t, wire.MaxTokens, "the route leaves the size to the provider")
+				} else {
+					require.NotNil(t, wire.MaxTokens)
+					require.Equal(t, c.sent, *wire.MaxTokens)
+				}
+			}
+			calls := pluginCalls(t, l)
+			require.Len(t, calls, 2)
+			asked := &host.CallAsked{Provider: "expensive", Model: "gpt-expensive"}
+			if c.asked != c.sent && c.asked != 0 {
+				asked.MaxTokens = c.asked
+			}
+			for i, pc := range calls {
+				require.Equal(t, "ok", pc.Outcome)
+				require.Equal(t, "test", pc.Request.Provider)
+				require.Equal(t, "m1", pc.Request.Model)
+				require.Equal(t, c.sent, pc.Request.MaxTokens)
+				require.Equal(t, asked, pc.Asked, "the record keeps what was asked")
+				// Pressure compaction runs before step/start, and the
+				// request names the step it runs for.
+				req, err := host.RequestAt(l.s.Log().Events(), l.events(host.TypePluginCall)[i].Seq, l.s.ID())
+				require.NoError(t, err)
+				require.Equal(t, fmt.Sprintf("Summarize, round %d at step 1.", i+1), surface.TextOf(req.Messages[len(req.Messages)-1].Content))
+			}
+			require.Equal(t, 2, m.turns, "one model call per turn besides")
+			_, _, err = host.Requests(l.s.Log().Events(), l.s.ID())
+			require.NoError(t, err, "the log is valid")
+		})
+	}
+}
+
+// TestPromptChurnIsBounded: a prompt plugin that renders a different
+// prompt for the same request (benign prints the fake time and a random
+// number for the model "entropy") does not replace node 0 each step: the
+// first prompt is kept, each change is a prompt/churn failure, and the
+// third disables the plugin for the session.
+func TestPromptChurnIsBounded(t *testing.T) {
+	lp := load(t, "benign", "churn", provider.RoleSystemPrompt, "", provider.Limits{})
+	var sp *provider.SystemPrompt
+	l := newLoop(t, func(s *host.Session, cfg *host.Config) {
+		var err error
+		sp, err = lp.SystemPrompt(s)
+		require.NoError(t, err)
+		cfg.Prompt = sp
+		cfg.Route.Model = "entropy"
+	})
+	l.turn("one")
+	require.Empty(t, l.failures())
+	first := l.lastSystemPrompt()
+	node0 := l.s.Log().Nodes()[0]
+	for i, msg := range []string{"two", "three", "four", "five", "six"} {
+		require.Equal(t, surface.EndCompleted, l.turn(msg).Reason.Kind, "the session goes on")
+		require.Equal(t, first, l.lastSystemPrompt(), "turn %d keeps the first prompt", i+2)
+		require.Equal(t, node0, l.s.Log().Nodes()[0], "node 0 is intact")
+	}
+	fails := l.failures()
+	require.Len(t, fails, 3, "three changes, then the plugin is not called")
+	for _, f := range fails {
+		require.Equal(t, "churn", f.Plugin)
+		require.Contains(t, f.Error, `plugin "churn": call prompt.render: prompt/churn: the prompt changed though the request did not`)
+	}
+	require.True(t, fails[2].Disabled)
+	require.True(t, sp.Disabled())
+	require.Len(t, l.events(surface.TypeSystemMessage), 1, "node 0 was committed once")
 	l.checkReconstruction()
 }

@@ -41,6 +41,7 @@ type Meter struct {
 	lastAt       int64             // next when last was taken
 	lastTotal    int64             // total of the latest totals-only measurement
 	lastTotalAt  int64             // next when lastTotal was taken
+	rev          int64             // the highest logRevision measured
 	// wantTotals makes flush ask the last batch for the totals-only
 	// measurement (abi.ObserveRequest.MeasureTotals); totals is the answer,
 	// of the events before totalsAt, when the plugin gave one.
@@ -437,6 +438,9 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly 
 		if err == nil {
 			err = host.ValidateMeasurement(out)
 		}
+		if err == nil {
+			err = m.consistent(out)
+		}
 		if err != nil {
 			err = fmt.Errorf("plugin %q: call %s: %w", m.p.Name(), call, err)
 		}
@@ -453,6 +457,35 @@ func (m *Meter) measure(ctx context.Context, header *surface.Header, totalsOnly 
 		m.lastTotal, m.lastTotalAt = out.TotalTokens, m.next
 	}
 	return cloneMeasurement(out), nil
+}
+
+// consistent checks what ValidateMeasurement cannot see alone (rule
+// meter/measurement): log_revision never goes back within the session and
+// names no event past the log, and every priced node is a node of the
+// session's current surface.
+func (m *Meter) consistent(out *host.Measurement) error {
+	if out.LogRevision < m.rev {
+		return &host.MeasurementError{Msg: fmt.Sprintf("logRevision is %d, behind the %d of an earlier measurement", out.LogRevision, m.rev)}
+	}
+	if out.LogRevision > m.next {
+		return &host.MeasurementError{Msg: fmt.Sprintf("logRevision is %d, past the %d events given to the meter", out.LogRevision, m.next)}
+	}
+	if m.s == nil || len(out.Nodes) == 0 {
+		m.rev = out.LogRevision
+		return nil
+	}
+	nodes := m.s.Log().Nodes()
+	on := make(map[int64]struct{}, len(nodes))
+	for _, seq := range nodes {
+		on[seq] = struct{}{}
+	}
+	for i, n := range out.Nodes {
+		if _, ok := on[n.Seq]; !ok {
+			return &host.MeasurementError{Msg: fmt.Sprintf("node %d has seq %d, which is no node of the surface", i, n.Seq)}
+		}
+	}
+	m.rev = out.LogRevision
+	return nil
 }
 
 // MeasureTotal implements host.TotalMeter: the total of the measurement

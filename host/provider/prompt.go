@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -15,6 +16,10 @@ import (
 	"github.com/weirhost/weir/sdk/abi"
 	"github.com/weirhost/weir/surface"
 )
+
+// RulePromptChurn is the rule a prompt plugin breaks when it renders a
+// different prompt for the same request.
+const RulePromptChurn surface.Rule = "prompt/churn"
 
 // ToolsKey is the host-data key of the tools summary given to prompt
 // plugins: one line per offered tool, "name: description" (the first line
@@ -83,19 +88,24 @@ func (sp *SystemPrompt) Render(ctx context.Context, a *host.Assembly) (string, e
 		return sp.current()
 	}
 	req := RenderRequest(a)
-	var enc []byte
-	if sp.onChange {
+	enc := req.Encode(nil)
+	same := sp.hasLast && sp.lastReq != nil && bytes.Equal(enc, sp.lastReq)
+	if sp.onChange && same {
 		// The plugin promised the same prompt for the same request.
-		enc = req.Encode(nil)
-		if sp.hasLast && sp.lastReq != nil && bytes.Equal(enc, sp.lastReq) {
-			return sp.last, nil
-		}
+		return sp.last, nil
 	}
 	h := &Host{kind: abi.KindSystemPrompt, plugin: sp.p.Name(), counters: sp.o.counters, c: sp.c}
 	text, err := sp.p.RenderPrompt(ctx, h, req)
 	if err != nil {
 		sp.lastReq = nil
 		return "", sp.br.fail(classify(err), &sp.o, sp.sessionID())
+	}
+	if same && text != sp.last {
+		// Each change replaces node 0 and the provider's prompt cache:
+		// the last prompt is kept, and the change counts as a failure
+		// (3 within 10 steps disable the plugin for the session).
+		return "", sp.br.fail(fmt.Errorf("plugin %q: call %s: %s: the prompt changed though the request did not (a prompt is a function of its request); the last prompt is kept",
+			sp.p.Name(), abi.MethodPromptRender, RulePromptChurn), &sp.o, sp.sessionID())
 	}
 	sp.last, sp.hasLast, sp.lastReq = text, true, enc
 	return text, nil

@@ -160,18 +160,20 @@ func (meter) Measure(h *sdk.Host, req *sdk.MeasureRequest) (*sdk.Measurement, er
 	if len(req.State) != 24 {
 		return &sdk.Measurement{}, nil
 	}
+	// The tokens of every event seen price the surface; an override's
+	// size prices its tools. The total is their sum, as the ABI states.
 	tokens := int64(binary.LittleEndian.Uint64(req.State[16:]))
-	m := &sdk.Measurement{
-		LogRevision:   int64(binary.LittleEndian.Uint64(req.State)),
-		Baseline:      abi.Baseline{Kind: abi.BaselineEstimated, Tokens: tokens},
-		TotalTokens:   tokens,
-		SurfaceTokens: int64(binary.LittleEndian.Uint64(req.State[8:])),
-		Breakdown:     abi.Breakdown{MessageTokens: tokens},
-	}
+	var tools int64
 	if req.HasHeaderOverride {
-		m.Breakdown.ToolsTokens = int64(len(req.HeaderOverride))
+		tools = int64(len(req.HeaderOverride))
 	}
-	return m, nil
+	return &sdk.Measurement{
+		LogRevision:   int64(binary.LittleEndian.Uint64(req.State)),
+		Baseline:      abi.Baseline{Kind: abi.BaselineEstimated, Tokens: tokens + tools},
+		TotalTokens:   tokens + tools,
+		SurfaceTokens: tokens,
+		Breakdown:     abi.Breakdown{MessageTokens: tokens, ToolsTokens: tools},
+	}, nil
 }
 
 func init() {

@@ -4,7 +4,9 @@
 // be reused. With "ignoreErrors" it shrugs off refused calls and goes on;
 // otherwise it returns the first error. With "propose" it then proposes a
 // (log-only) compaction bracket, which the host must drop when the loop
-// ran past the compaction's budget.
+// ran past the compaction's budget. With "provider", "model" and
+// "maxTokens" it asks for a route and an output size of its own choosing,
+// which the host must not grant. Each instruction names the request's step.
 package main
 
 import (
@@ -15,10 +17,13 @@ import (
 )
 
 var cfg = struct {
-	Calls        int  `json:"calls"`
-	IgnoreErrors bool `json:"ignoreErrors"`
-	Propose      bool `json:"propose"`
-}{Calls: 1000}
+	Calls        int    `json:"calls"`
+	IgnoreErrors bool   `json:"ignoreErrors"`
+	Propose      bool   `json:"propose"`
+	Provider     string `json:"provider"`
+	Model        string `json:"model"`
+	MaxTokens    int64  `json:"maxTokens"`
+}{Calls: 1000, MaxTokens: 64}
 
 func configure(raw []byte) error {
 	if len(raw) > 0 {
@@ -58,7 +63,9 @@ func loop(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.CompactionResult, error
 		msgs = append(msgs, m)
 	}
 	for i := range cfg.Calls {
-		_, err := h.Summarize(&sdk.SummarizeRequest{Messages: msgs, Instruction: "Summarize, round " + strconv.Itoa(i+1) + ".", MaxTokens: 64})
+		_, err := h.Summarize(&sdk.SummarizeRequest{Messages: msgs, MaxTokens: cfg.MaxTokens,
+			Route:       sdk.Route{Provider: cfg.Provider, Model: cfg.Model},
+			Instruction: "Summarize, round " + strconv.Itoa(i+1) + " at step " + strconv.FormatInt(req.Step, 10) + "."})
 		if err != nil && !cfg.IgnoreErrors {
 			return nil, err
 		}

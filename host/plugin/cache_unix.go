@@ -1,0 +1,16 @@
+//go:build unix
+
+package plugin
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ownedByOther reports whether fi belongs to a user other than the one
+// running the host.
+func ownedByOther(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) != os.Geteuid()
+}
