@@ -84,6 +84,9 @@ var dialect = sqlstore.Dialect{
 	// estimates a few hundred rows and sorts 100k on disk; the primary
 	// key already yields them in seq order.
 	LoadSetup: "SET LOCAL enable_sort = off",
+	EpochSource: `CREATE SEQUENCE weir_epoch;
+SELECT setval('weir_epoch', COALESCE((SELECT MAX(epoch) FROM sessions), 0) + 1, false)`,
+	NextEpoch: `SELECT nextval('weir_epoch')`,
 	Unique: func(err error) bool {
 		var e *pgconn.PgError
 		return errors.As(err, &e) && e.Code == "23505"

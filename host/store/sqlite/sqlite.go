@@ -54,6 +54,9 @@ var dialect = sqlstore.Dialect{
 	Name: "sqlite",
 	Now:  "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
 	Blob: "BLOB",
+	EpochSource: `CREATE TABLE weir_epoch (last BIGINT NOT NULL);
+INSERT INTO weir_epoch (last) SELECT COALESCE(MAX(epoch), 0) FROM sessions`,
+	NextEpoch: `UPDATE weir_epoch SET last = last + 1 RETURNING last`,
 	Unique: func(err error) bool {
 		var e *sqlite3.Error
 		return errors.As(err, &e) && e.Code() == sqlite3.CONSTRAINT

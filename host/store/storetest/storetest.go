@@ -161,6 +161,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("BatchAtomicity", func(t *testing.T) { testAtomicity(t, h) })
 	t.Run("SingleWriter", func(t *testing.T) { testSingleWriter(t, h) })
 	t.Run("FencedAfterTakeover", func(t *testing.T) { testFenced(t, h) })
+	t.Run("EpochsNeverRepeat", func(t *testing.T) { testEpochs(t, h) })
 	t.Run("ReaderDuringWrites", func(t *testing.T) { testReader(t, h) })
 	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, h) })
 	t.Run("List", func(t *testing.T) { testList(t, h) })
@@ -340,6 +341,45 @@ func testFenced(t *testing.T, h Harness) {
 	require.NoError(t, w1.Close(), "closing a fenced writer releases nothing of the new one")
 	_, err = st.Open(ctx, "fence", store.OpenOptions{}, func(surface.Event) error { return nil })
 	require.ErrorIs(t, err, store.ErrLocked, "the new writer still holds the lease")
+}
+
+// testEpochs: a writer paused across its session's deletion and
+// re-creation under the same id, with as many events as it expects, is
+// refused: the new session's epoch is not the old writer's.
+func testEpochs(t *testing.T, h Harness) {
+	if h.Lapse == nil {
+		t.Skip("this store's lease cannot lapse while its holder lives")
+	}
+	st := newStore(t, h)
+	d, ok := st.(store.Deleter)
+	if !ok {
+		t.Skip("this store cannot delete a session")
+	}
+	st2 := again(t, h, st)
+	ctx := context.Background()
+	evs := Synthetic(t, 6)
+	want := make([][]byte, 0, 6)
+	for i := range evs[:3] {
+		want = append(want, encode(evs[i]))
+	}
+	for round := range 3 {
+		w1, _ := open(t, st, "again", true)
+		require.NoError(t, w1.Append(ctx, evs[:3]))
+		h.Lapse(t, st, "again")
+		require.NoError(t, d.Delete(ctx, "again"))
+		w2, got := open(t, st2, "again", true)
+		require.Empty(t, got, "round %d: the re-created session starts empty", round)
+		require.NoError(t, w2.Append(ctx, evs[:3]))
+		err := w1.Append(ctx, evs[3:4])
+		require.ErrorIs(t, err, store.ErrFenced, "round %d: the writer paused across the re-creation is refused", round)
+		require.NoError(t, w2.Append(ctx, evs[3:6]))
+		_, got = collect(t, st, "again")
+		requireLines(t, append(want[:3:3], encode(evs[3]), encode(evs[4]), encode(evs[5])), got, "after the re-creation")
+		require.NoError(t, w1.Close())
+		require.NoError(t, w2.Close())
+		h.Lapse(t, st, "again")
+		require.NoError(t, d.Delete(ctx, "again"))
+	}
 }
 
 // testReader loads a session over and over while a writer appends batches

@@ -12,9 +12,14 @@
 // the exact bytes of the event's canonical encoding (surface.AppendEvent);
 // type and time are copies for people querying the table.
 //
-// Fencing: every Open that takes a session's lease increments its epoch in
-// the same transaction that checks the lease is free (lease_until not in
-// the database's future). Each append is one transaction whose first
+// Schema version 2 adds the epoch counter (a sequence in PostgreSQL, a
+// one-row table in SQLite).
+//
+// Fencing: every Open that takes a session's lease sets its epoch to the
+// next value of the database-wide epoch counter, in the same transaction
+// that checks the lease is free (lease_until not in the database's
+// future). Epochs never repeat, for any session id, across expiry,
+// deletion and re-creation. Each append is one transaction whose first
 // statement is
 //
 //	UPDATE sessions SET next_seq = next_seq + n, ...
@@ -67,6 +72,12 @@ type Dialect struct {
 	LoadSetup string
 	// Unique reports whether err is a unique-key violation.
 	Unique func(error) bool
+	// EpochSource is migration 2's statements: the database-wide counter
+	// every new epoch is drawn from, started above every epoch stored.
+	EpochSource string
+	// NextEpoch is the query, run inside the transaction that takes a
+	// lease, that returns the next value of that counter.
+	NextEpoch string
 }
 
 // Config configures a Store.
@@ -157,6 +168,7 @@ CREATE TABLE events (
 	PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX sessions_updated_at ON sessions (updated_at)`,
+		2: s.d.EpochSource,
 	}
 }
 
@@ -253,9 +265,11 @@ func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (
 			info.CreatedAt = now
 		}
 		info.UpdatedAt = now
-		epoch = 1
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (id, created_at, updated_at, next_seq, epoch, lease_until, holder) VALUES (?, ?, ?, 0, 1, ?, ?)`),
-			id, info.CreatedAt, now, now+lease, s.holder)
+		if epoch, err = s.nextEpoch(ctx, tx, id); err != nil {
+			return nil, err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (id, created_at, updated_at, next_seq, epoch, lease_until, holder) VALUES (?, ?, ?, 0, ?, ?, ?)`),
+			id, info.CreatedAt, now, epoch, now+lease, s.holder)
 		if err != nil && s.d.Unique(err) {
 			return nil, fmt.Errorf("%s store %s: session %s was created by another writer at the same moment: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
 		}
@@ -268,15 +282,19 @@ func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (
 		return nil, fmt.Errorf("%s store %s: session %s: writer %s holds its lease (epoch %d) for %s more; only one writer per session: %w",
 			s.d.Name, s.cfg.Where, id, holder, epoch, time.Duration(until-now)*time.Millisecond, store.ErrLocked)
 	default:
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET epoch = epoch + 1, lease_until = ?, holder = ? WHERE id = ? AND epoch = ?`),
-			now+lease, s.holder, id, epoch)
+		next, err := s.nextEpoch(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET epoch = ?, lease_until = ?, holder = ? WHERE id = ? AND epoch = ?`),
+			next, now+lease, s.holder, id, epoch)
 		if err != nil {
 			return nil, s.errf(err, "take the lease of session %s", id)
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			return nil, fmt.Errorf("%s store %s: session %s: another writer took its lease first: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
 		}
-		epoch++
+		epoch = next
 	}
 	if err := tx.Commit(); err != nil {
 		if s.d.Unique(err) {
@@ -285,6 +303,18 @@ func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (
 		return nil, s.errf(err, "open session %s: commit", id)
 	}
 	return &writer{s: s, id: id, info: info, epoch: epoch, next: info.Events}, nil
+}
+
+// nextEpoch draws a fencing token from the database-wide counter: no two
+// leases, of any session, ever share an epoch, so a writer paused across
+// its session's expiry or deletion and re-creation under the same id is
+// still refused.
+func (s *Store) nextEpoch(ctx context.Context, tx *sql.Tx, id string) (int64, error) {
+	var e int64
+	if err := tx.QueryRowContext(ctx, s.d.NextEpoch).Scan(&e); err != nil {
+		return 0, s.errf(err, "open session %s: draw an epoch", id)
+	}
+	return e, nil
 }
 
 // stream hands the events of session id with seq below next to fn. The
