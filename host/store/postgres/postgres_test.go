@@ -73,7 +73,28 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, st.(*postgres.Store).Lapse(context.Background(), id))
 		},
 		Spec: func(t testing.TB, st store.Store) string { return url(st) },
+		Short: func(t testing.TB, st store.Store, lease, wait time.Duration) store.Store {
+			u := newDBOr(t, st)
+			return open(t, u, postgres.Lease(lease, -1), postgres.Wait(wait))
+		},
+		Freeze:     freeze,
+		EndsFrozen: true,
 	})
+}
+
+func newDBOr(t testing.TB, st store.Store) string {
+	if st == nil {
+		return newDB(t)
+	}
+	return url(st)
+}
+
+func freeze(t testing.TB, st store.Store, id string) func() {
+	tx, err := st.(*postgres.Store).DB().BeginTx(context.Background(), nil)
+	require.NoError(t, err)
+	_, err = tx.Exec(`UPDATE sessions SET updated_at = updated_at WHERE id = $1`, id)
+	require.NoError(t, err)
+	return func() { tx.Rollback() }
 }
 
 func url(st store.Store) string { return st.(*postgres.Store).Where() }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,6 +33,22 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, st.(*sqlite.Store).Lapse(context.Background(), id))
 		},
 		Spec: func(t testing.TB, st store.Store) string { return st.(*sqlite.Store).Where() },
+		Short: func(t testing.TB, st store.Store, lease, wait time.Duration) store.Store {
+			path := filepath.Join(t.TempDir(), "sessions.db")
+			if st != nil {
+				path = st.(*sqlite.Store).Where()
+			}
+			s, err := sqlite.Open(context.Background(), path, sqlite.Lease(lease, -1), sqlite.Wait(wait))
+			require.NoError(t, err)
+			return s
+		},
+		Freeze: func(t testing.TB, st store.Store, id string) func() {
+			tx, err := st.(*sqlite.Store).DB().BeginTx(context.Background(), nil)
+			require.NoError(t, err)
+			_, err = tx.Exec(`UPDATE sessions SET updated_at = updated_at WHERE id = ?`, id)
+			require.NoError(t, err)
+			return func() { tx.Rollback() }
+		},
 	})
 }
 

@@ -48,6 +48,22 @@ type Harness struct {
 	// the function given to Main; nil skips the crash trials (a store
 	// that does not outlive its process).
 	Spec func(t testing.TB, st store.Store) string
+	// Short returns a store whose leases last lease, never renewed (its
+	// writers' hosts are stopped), and whose lock waits are bounded by
+	// wait: a fresh one when st is nil, else a second
+	// handle on st's database. nil skips the FrozenWriter test.
+	Short func(t testing.TB, st store.Store, lease, wait time.Duration) store.Store
+	// Freeze begins a transaction on st's database, from st's own
+	// connections, that runs the first statement of an append to session
+	// id and then stops, as a writer frozen or cut off inside its append
+	// transaction; thaw rolls it back (if the database has not ended it).
+	Freeze func(t testing.TB, st store.Store, id string) (thaw func())
+	// EndsFrozen says the database itself ends a transaction left idle
+	// past the lease (PostgreSQL's idle_in_transaction_session_timeout),
+	// so a takeover needs nothing of the frozen writer. Without it the
+	// lock lasts until the frozen writer's process ends (SQLite), and the
+	// suite checks only that every wait is bounded and names the writer.
+	EndsFrozen bool
 	// PartialReads says a reader beside a writer may see part of a batch
 	// in flight (whole events, but not the whole batch): the file store,
 	// whose reader reads the file while a write extends it.
@@ -161,6 +177,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("BatchAtomicity", func(t *testing.T) { testAtomicity(t, h) })
 	t.Run("SingleWriter", func(t *testing.T) { testSingleWriter(t, h) })
 	t.Run("FencedAfterTakeover", func(t *testing.T) { testFenced(t, h) })
+	t.Run("FrozenWriter", func(t *testing.T) { testFrozen(t, h) })
 	t.Run("EpochsNeverRepeat", func(t *testing.T) { testEpochs(t, h) })
 	t.Run("ReaderDuringWrites", func(t *testing.T) { testReader(t, h) })
 	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, h) })
@@ -341,6 +358,63 @@ func testFenced(t *testing.T, h Harness) {
 	require.NoError(t, w1.Close(), "closing a fenced writer releases nothing of the new one")
 	_, err = st.Open(ctx, "fence", store.OpenOptions{}, func(surface.Event) error { return nil })
 	require.ErrorIs(t, err, store.ErrLocked, "the new writer still holds the lease")
+}
+
+// testFrozen: a writer frozen inside its append transaction holds the
+// session's row (the whole database, in SQLite). Every open beside it
+// returns within the store's bounded wait, with ErrLocked naming the
+// writer; a reader loads the committed events meanwhile; and where the
+// database ends an idle transaction, a takeover succeeds within the lease
+// plus a margin and the frozen writer is refused afterwards.
+func testFrozen(t *testing.T, h Harness) {
+	if h.Short == nil || h.Freeze == nil {
+		t.Skip("this store has no transaction to freeze")
+	}
+	const lease, wait, margin = 3 * time.Second, 500 * time.Millisecond, 2 * time.Second
+	a := h.Short(t, nil, lease, wait)
+	t.Cleanup(func() { a.Close() })
+	b := h.Short(t, a, lease, wait)
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	evs := Synthetic(t, 6)
+	w1, _ := open(t, a, "frozen", true)
+	defer w1.Close()
+	require.NoError(t, w1.Append(ctx, evs[:3]))
+	thaw := h.Freeze(t, a, "frozen")
+	defer thaw()
+	frozen := time.Now()
+
+	_, got := collect(t, b, "frozen")
+	require.Len(t, got, 3, "a reader beside the frozen writer loads the committed events")
+	var w2 store.Writer
+	for attempt := 0; w2 == nil; attempt++ {
+		start := time.Now()
+		w, err := b.Open(ctx, "frozen", store.OpenOptions{}, func(surface.Event) error { return nil })
+		took := time.Since(start)
+		require.LessOrEqual(t, took, wait+margin, "attempt %d: an open beside a frozen writer returns within the bounded wait", attempt)
+		if err == nil {
+			w2 = w
+			break
+		}
+		t.Logf("attempt %d: %v", attempt, err)
+		require.ErrorIs(t, err, store.ErrLocked, "attempt %d", attempt)
+		require.Contains(t, err.Error(), "writer ", "attempt %d: the error names the writer", attempt)
+		require.NotContains(t, err.Error(), "writer  ", "attempt %d: the error names the writer", attempt)
+		if !h.EndsFrozen && attempt == 2 {
+			thaw() // the frozen writer's process ended
+			h.Lapse(t, a, "frozen")
+		}
+		require.LessOrEqual(t, time.Since(frozen), lease+wait+margin, "the takeover waits no longer than the lease plus a margin")
+	}
+	defer w2.Close()
+	require.NoError(t, w2.Append(ctx, evs[3:6]))
+	require.Error(t, w1.Append(ctx, evs[3:4]), "the frozen writer, thawed, stores nothing")
+	_, got = collect(t, b, "frozen")
+	want := make([][]byte, len(evs))
+	for i := range evs {
+		want[i] = encode(evs[i])
+	}
+	requireLines(t, want, got, "after the takeover")
 }
 
 // testEpochs: a writer paused across its session's deletion and

@@ -72,6 +72,9 @@ type Dialect struct {
 	LoadSetup string
 	// Unique reports whether err is a unique-key violation.
 	Unique func(error) bool
+	// Busy reports whether err is the database giving up a bounded wait
+	// for a lock (PostgreSQL's lock_timeout, SQLite's busy timeout).
+	Busy func(error) bool
 	// EpochSource is migration 2's statements: the database-wide counter
 	// every new epoch is drawn from, started above every epoch stored.
 	EpochSource string
@@ -88,8 +91,25 @@ type Config struct {
 	// Renew is how often an idle writer renews its lease (default a third
 	// of Lease; negative: never, for tests that simulate a paused host).
 	Renew time.Duration
+	// Wait bounds how long an operation waits for a lock another
+	// transaction holds before it fails with store.ErrLocked (the
+	// database enforces it: lock_timeout, busy_timeout). Set by the
+	// store's package.
+	Wait time.Duration
 	// Where names the database in errors, without secrets.
 	Where string
+}
+
+// WithDefaults returns c with the defaults filled in: a lease of 30 s,
+// renewed every third of it.
+func (c Config) WithDefaults() Config {
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Renew == 0 {
+		c.Renew = c.Lease / 3
+	}
+	return c
 }
 
 // Store is a session store over db.
@@ -102,12 +122,7 @@ type Store struct {
 
 // New returns the store over db after applying the migrations it lacks.
 func New(ctx context.Context, db *sql.DB, d Dialect, cfg Config) (*Store, error) {
-	if cfg.Lease <= 0 {
-		cfg.Lease = 30 * time.Second
-	}
-	if cfg.Renew == 0 {
-		cfg.Renew = cfg.Lease / 3
-	}
+	cfg = cfg.WithDefaults()
 	host, _ := os.Hostname()
 	var b [4]byte
 	rand.Read(b[:])
@@ -217,6 +232,40 @@ func (s *Store) errf(err error, format string, args ...any) error {
 	return fmt.Errorf("%s store %s: %s: %w", s.d.Name, s.cfg.Where, fmt.Sprintf(format, args...), err)
 }
 
+// fail is errf for an operation on session id, except that a lock wait
+// the database gave up (Dialect.Busy) becomes store.ErrLocked naming the
+// session's writer and how long its lease has left, as committed.
+func (s *Store) fail(err error, id string, format string, args ...any) error {
+	if err == nil || s.d.Busy == nil || !s.d.Busy(err) {
+		return s.errf(err, format, args...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Wait+time.Second)
+	defer cancel()
+	var holder string
+	var epoch, until, now int64
+	who := "no writer holds its lease"
+	qerr := s.db.QueryRowContext(ctx, s.q(`SELECT holder, epoch, lease_until, NOW() FROM sessions WHERE id = ?`), id).Scan(&holder, &epoch, &until, &now)
+	switch {
+	case qerr != nil && !errors.Is(qerr, sql.ErrNoRows):
+		who = fmt.Sprintf("its writer could not be read (%v)", qerr)
+	case qerr == nil && until > now:
+		who = fmt.Sprintf("writer %s holds its lease (epoch %d) for %s more, until %s",
+			holderName(holder), epoch, time.Duration(until-now)*time.Millisecond, time.UnixMilli(until).UTC().Format(time.RFC3339Nano))
+	case qerr == nil && holder != "":
+		who = fmt.Sprintf("the lease of writer %s (epoch %d) ran out %s ago", holderName(holder), epoch, time.Duration(now-until)*time.Millisecond)
+	}
+	return fmt.Errorf("%s store %s: %s: gave up after waiting %s for a lock another transaction holds (bounded wait); %s: %w (%v)",
+		s.d.Name, s.cfg.Where, fmt.Sprintf(format, args...), s.cfg.Wait, who, store.ErrLocked, err)
+}
+
+// holderName is a holder column as errors show it.
+func holderName(h string) string {
+	if h == "" {
+		return "(unnamed)"
+	}
+	return h
+}
+
 // Open implements store.Store.
 func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load func(surface.Event) error) (store.Writer, error) {
 	if err := store.CheckID(id); err != nil {
@@ -241,12 +290,12 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (*writer, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, s.errf(err, "open session %s", id)
+		return nil, s.fail(err, id, "open session %s", id)
 	}
 	defer tx.Rollback()
 	var now int64
 	if err := tx.QueryRowContext(ctx, s.q(`SELECT NOW()`)).Scan(&now); err != nil {
-		return nil, s.errf(err, "open session %s: read the clock", id)
+		return nil, s.fail(err, id, "open session %s: read the clock", id)
 	}
 	var info store.Info
 	var epoch, until int64
@@ -274,13 +323,13 @@ func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (
 			return nil, fmt.Errorf("%s store %s: session %s was created by another writer at the same moment: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
 		}
 		if err != nil {
-			return nil, s.errf(err, "create session %s", id)
+			return nil, s.fail(err, id, "create session %s", id)
 		}
 	case err != nil:
-		return nil, s.errf(err, "open session %s", id)
+		return nil, s.fail(err, id, "open session %s", id)
 	case until > now:
-		return nil, fmt.Errorf("%s store %s: session %s: writer %s holds its lease (epoch %d) for %s more; only one writer per session: %w",
-			s.d.Name, s.cfg.Where, id, holder, epoch, time.Duration(until-now)*time.Millisecond, store.ErrLocked)
+		return nil, fmt.Errorf("%s store %s: session %s: writer %s holds its lease (epoch %d) for %s more, until %s; only one writer per session: %w",
+			s.d.Name, s.cfg.Where, id, holderName(holder), epoch, time.Duration(until-now)*time.Millisecond, time.UnixMilli(until).UTC().Format(time.RFC3339Nano), store.ErrLocked)
 	default:
 		next, err := s.nextEpoch(ctx, tx, id)
 		if err != nil {
@@ -289,7 +338,7 @@ func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET epoch = ?, lease_until = ?, holder = ? WHERE id = ? AND epoch = ?`),
 			next, now+lease, s.holder, id, epoch)
 		if err != nil {
-			return nil, s.errf(err, "take the lease of session %s", id)
+			return nil, s.fail(err, id, "take the lease of session %s", id)
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			return nil, fmt.Errorf("%s store %s: session %s: another writer took its lease first: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
@@ -300,7 +349,7 @@ func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (
 		if s.d.Unique(err) {
 			return nil, fmt.Errorf("%s store %s: session %s was created by another writer at the same moment: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
 		}
-		return nil, s.errf(err, "open session %s: commit", id)
+		return nil, s.fail(err, id, "open session %s: commit", id)
 	}
 	return &writer{s: s, id: id, info: info, epoch: epoch, next: info.Events}, nil
 }
@@ -312,7 +361,7 @@ func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (
 func (s *Store) nextEpoch(ctx context.Context, tx *sql.Tx, id string) (int64, error) {
 	var e int64
 	if err := tx.QueryRowContext(ctx, s.d.NextEpoch).Scan(&e); err != nil {
-		return 0, s.errf(err, "open session %s: draw an epoch", id)
+		return 0, s.fail(err, id, "open session %s: draw an epoch", id)
 	}
 	return e, nil
 }
@@ -413,19 +462,21 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 func (s *Store) Delete(ctx context.Context, id string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return s.errf(err, "delete session %s", id)
+		return s.fail(err, id, "delete session %s", id)
 	}
 	defer tx.Rollback()
 	var until, now int64
-	err = tx.QueryRowContext(ctx, s.q(`SELECT lease_until, NOW() FROM sessions WHERE id = ?`+s.d.ForUpdate), id).Scan(&until, &now)
+	var holder string
+	err = tx.QueryRowContext(ctx, s.q(`SELECT lease_until, NOW(), holder FROM sessions WHERE id = ?`+s.d.ForUpdate), id).Scan(&until, &now, &holder)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s store %s: session %s: %w", s.d.Name, s.cfg.Where, id, store.ErrNotFound)
 	}
 	if err != nil {
-		return s.errf(err, "delete session %s", id)
+		return s.fail(err, id, "delete session %s", id)
 	}
 	if until > now {
-		return fmt.Errorf("%s store %s: session %s: a writer holds its lease; it is not deleted: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
+		return fmt.Errorf("%s store %s: session %s: writer %s holds its lease for %s more; it is not deleted: %w",
+			s.d.Name, s.cfg.Where, id, holderName(holder), time.Duration(until-now)*time.Millisecond, store.ErrLocked)
 	}
 	if err := s.deleteTx(ctx, tx, id); err != nil {
 		return err
@@ -435,10 +486,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 func (s *Store) deleteTx(ctx context.Context, tx *sql.Tx, id string) error {
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM events WHERE session_id = ?`), id); err != nil {
-		return s.errf(err, "delete session %s", id)
+		return s.fail(err, id, "delete session %s", id)
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE id = ?`), id); err != nil {
-		return s.errf(err, "delete session %s", id)
+		return s.fail(err, id, "delete session %s", id)
 	}
 	return nil
 }
@@ -480,7 +531,7 @@ func (s *Store) Expire(ctx context.Context, before time.Time) ([]string, error) 
 // is gone.
 func (s *Store) Lapse(ctx context.Context, id string) error {
 	_, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ?`), id)
-	return s.errf(err, "lapse the lease of session %s", id)
+	return s.fail(err, id, "lapse the lease of session %s", id)
 }
 
 // Close closes the database.
@@ -532,14 +583,14 @@ func (w *writer) Append(ctx context.Context, batch []surface.Event) error {
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return s.errf(err, "session %s: append", w.id)
+		return s.fail(err, w.id, "session %s: append", w.id)
 	}
 	defer tx.Rollback()
 	n := int64(len(batch))
 	res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET next_seq = next_seq + ?, updated_at = NOW(), lease_until = NOW() + ? WHERE id = ? AND epoch = ? AND next_seq = ?`),
 		n, s.cfg.Lease.Milliseconds(), w.id, w.epoch, w.next)
 	if err != nil {
-		return s.errf(err, "session %s: append seq %d..%d", w.id, batch[0].Seq, batch[n-1].Seq)
+		return s.fail(err, w.id, "session %s: append seq %d..%d", w.id, batch[0].Seq, batch[n-1].Seq)
 	}
 	if k, _ := res.RowsAffected(); k != 1 {
 		return w.refused(ctx, tx, batch)
@@ -586,7 +637,7 @@ func (w *writer) refused(ctx context.Context, tx *sql.Tx, batch []surface.Event)
 		return s.errf(err, "session %s: append refused; reading why", w.id)
 	case epoch != w.epoch:
 		w.fenced = fmt.Errorf("%s store %s: session %s: append of seq %d..%d refused by the database: this writer's lease (epoch %d) lapsed and writer %s took the session over (epoch %d); reopen the session: %w",
-			s.d.Name, s.cfg.Where, w.id, batch[0].Seq, batch[len(batch)-1].Seq, w.epoch, holder, epoch, store.ErrFenced)
+			s.d.Name, s.cfg.Where, w.id, batch[0].Seq, batch[len(batch)-1].Seq, w.epoch, holderName(holder), epoch, store.ErrFenced)
 	default:
 		return fmt.Errorf("%s store %s: session %s: the database holds %d events but this writer expected %d: %w",
 			s.d.Name, s.cfg.Where, w.id, next, w.next, store.ErrNotContinuous)
@@ -637,6 +688,6 @@ func (w *writer) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := w.s.db.ExecContext(ctx, w.s.q(`UPDATE sessions SET lease_until = 0, holder = '' WHERE id = ? AND epoch = ?`), w.id, w.epoch)
-	return w.s.errf(err, "session %s: release the lease", w.id)
+	_, err := w.s.db.ExecContext(ctx, w.s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ? AND epoch = ?`), w.id, w.epoch)
+	return w.s.fail(err, w.id, "session %s: release the lease", w.id)
 }
