@@ -97,6 +97,7 @@ SELECT setval('weir_epoch', COALESCE((SELECT MAX(epoch) FROM sessions), 0) + 1, 
 		var e *pgconn.PgError
 		return errors.As(err, &e) && e.Code == "23505"
 	},
+	Lock: "the session's row",
 	Busy: func(err error) bool {
 		var e *pgconn.PgError
 		return errors.As(err, &e) && e.Code == "55P03" // lock_not_available: lock_timeout

@@ -49,7 +49,8 @@ func Lease(lease, renew time.Duration) Option {
 
 // Wait bounds how long a write waits for the database's write lock while
 // another transaction, of any process, holds it (busy_timeout; default
-// 10 s) before it fails with store.ErrLocked naming the session's writer.
+// 1 min: the queue of writers of many processes starting at once on a
+// loaded machine) before it fails with store.ErrLocked naming the session's writer.
 func Wait(d time.Duration) Option { return func(o *options) { o.cfg.Wait = d } }
 
 // NoSync sets synchronous=OFF: appends are acknowledged before they are
@@ -67,6 +68,7 @@ INSERT INTO weir_epoch (last) SELECT COALESCE(MAX(epoch), 0) FROM sessions`,
 		var e *sqlite3.Error
 		return errors.As(err, &e) && e.Code() == sqlite3.CONSTRAINT
 	},
+	Lock: "the database's write lock",
 	Busy: func(err error) bool {
 		return errors.Is(err, sqlite3.BUSY) || errors.Is(err, sqlite3.LOCKED)
 	},
@@ -85,7 +87,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		sync = "off"
 	}
 	if o.cfg.Wait <= 0 {
-		o.cfg.Wait = 10 * time.Second
+		o.cfg.Wait = time.Minute
 	}
 	// Write transactions begin IMMEDIATE (the driver's default), so two
 	// writers never deadlock upgrading a read lock; busy_timeout makes a

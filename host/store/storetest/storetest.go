@@ -386,6 +386,10 @@ func testFrozen(t *testing.T, h Harness) {
 
 	_, got := collect(t, b, "frozen")
 	require.Len(t, got, 3, "a reader beside the frozen writer loads the committed events")
+	c := h.Short(t, a, lease, wait)
+	_, got = collect(t, c, "frozen")
+	require.Len(t, got, 3, "a store opened beside the frozen writer (its migration check takes no lock) loads the committed events")
+	require.NoError(t, c.Close())
 	var w2 store.Writer
 	for attempt := 0; w2 == nil; attempt++ {
 		start := time.Now()

@@ -75,6 +75,9 @@ type Dialect struct {
 	// Busy reports whether err is the database giving up a bounded wait
 	// for a lock (PostgreSQL's lock_timeout, SQLite's busy timeout).
 	Busy func(error) bool
+	// Lock names what a writer waits for, in errors ("the session's
+	// row", "the database's write lock").
+	Lock string
 	// EpochSource is migration 2's statements: the database-wide counter
 	// every new epoch is drawn from, started above every epoch stored.
 	EpochSource string
@@ -187,7 +190,22 @@ CREATE INDEX sessions_updated_at ON sessions (updated_at)`,
 	}
 }
 
+// migrate applies the migrations the database lacks. It reads the
+// schema's version first, outside any write transaction, so a store
+// opened on an up-to-date database (a reader beside a writer holding its
+// transaction, or the fiftieth process starting at once) takes no lock.
 func (s *Store) migrate(ctx context.Context) error {
+	ms := s.migrations()
+	var have int
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM weir_schema`).Scan(&have)
+	switch {
+	case err == nil && have > len(ms)-1:
+		return fmt.Errorf("%s: schema version %d is newer than this build knows (%d): upgrade weir", s.cfg.Where, have, len(ms)-1)
+	case err == nil && have == len(ms)-1:
+		return nil
+	}
+	// No schema table yet, or an older version: migrate in a write
+	// transaction, which reads the version again.
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.errf(err, "migrate: begin")
@@ -201,12 +219,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS weir_schema (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return s.errf(err, "migrate: schema table")
 	}
-	var have int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM weir_schema`).Scan(&have); err != nil {
 		return s.errf(err, "migrate: read the schema version")
 	}
-	ms := s.migrations()
-	if have >= len(ms) {
+	if have >= len(ms)-1 {
 		if have > len(ms)-1 {
 			return fmt.Errorf("%s: schema version %d is newer than this build knows (%d): upgrade weir", s.cfg.Where, have, len(ms)-1)
 		}
@@ -243,19 +259,19 @@ func (s *Store) fail(err error, id string, format string, args ...any) error {
 	defer cancel()
 	var holder string
 	var epoch, until, now int64
-	who := "no writer holds its lease"
+	who := "no writer holds the session's lease"
 	qerr := s.db.QueryRowContext(ctx, s.q(`SELECT holder, epoch, lease_until, NOW() FROM sessions WHERE id = ?`), id).Scan(&holder, &epoch, &until, &now)
 	switch {
 	case qerr != nil && !errors.Is(qerr, sql.ErrNoRows):
 		who = fmt.Sprintf("its writer could not be read (%v)", qerr)
 	case qerr == nil && until > now:
-		who = fmt.Sprintf("writer %s holds its lease (epoch %d) for %s more, until %s",
+		who = fmt.Sprintf("the session's writer %s holds its lease (epoch %d) for %s more, until %s",
 			holderName(holder), epoch, time.Duration(until-now)*time.Millisecond, time.UnixMilli(until).UTC().Format(time.RFC3339Nano))
 	case qerr == nil && holder != "":
-		who = fmt.Sprintf("the lease of writer %s (epoch %d) ran out %s ago", holderName(holder), epoch, time.Duration(now-until)*time.Millisecond)
+		who = fmt.Sprintf("the lease of the session's writer %s (epoch %d) ran out %s ago", holderName(holder), epoch, time.Duration(now-until)*time.Millisecond)
 	}
-	return fmt.Errorf("%s store %s: %s: gave up after waiting %s for a lock another transaction holds (bounded wait); %s: %w (%v)",
-		s.d.Name, s.cfg.Where, fmt.Sprintf(format, args...), s.cfg.Wait, who, store.ErrLocked, err)
+	return fmt.Errorf("%s store %s: %s: gave up after waiting %s for %s, which another transaction holds (bounded wait); %s: %w (%v)",
+		s.d.Name, s.cfg.Where, fmt.Sprintf(format, args...), s.cfg.Wait, s.d.Lock, who, store.ErrLocked, err)
 }
 
 // holderName is a holder column as errors show it.
@@ -530,8 +546,27 @@ func (s *Store) Expire(ctx context.Context, before time.Time) ([]string, error) 
 // that simulate a paused host, and for an operator who knows its holder
 // is gone.
 func (s *Store) Lapse(ctx context.Context, id string) error {
-	_, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ?`), id)
+	_, err := s.write(ctx, s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ?`), id)
 	return s.fail(err, id, "lapse the lease of session %s", id)
+}
+
+// write runs one statement in a write transaction of its own and returns
+// the rows it changed. Never a bare statement: in SQLite an autocommit
+// write begins as a read and, when another process commits first, fails
+// at once (SQLITE_BUSY_SNAPSHOT) without waiting; a transaction begun
+// IMMEDIATE waits for the write lock within the busy timeout.
+func (s *Store) write(ctx context.Context, query string, args ...any) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return n, tx.Commit()
 }
 
 // Close closes the database.
@@ -661,13 +696,11 @@ func (w *writer) startRenew() {
 			case <-t.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), w.s.cfg.Renew)
-			res, err := w.s.db.ExecContext(ctx, w.s.q(`UPDATE sessions SET lease_until = NOW() + ? WHERE id = ? AND epoch = ?`),
+			n, err := w.s.write(ctx, w.s.q(`UPDATE sessions SET lease_until = NOW() + ? WHERE id = ? AND epoch = ?`),
 				w.s.cfg.Lease.Milliseconds(), w.id, w.epoch)
 			cancel()
-			if err == nil {
-				if n, _ := res.RowsAffected(); n == 0 {
-					return // taken over: the next append says so
-				}
+			if err == nil && n == 0 {
+				return // taken over: the next append says so
 			}
 		}
 	}()
@@ -686,8 +719,8 @@ func (w *writer) Close() error {
 		close(w.stop)
 		<-w.done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), w.s.cfg.Wait+5*time.Second)
 	defer cancel()
-	_, err := w.s.db.ExecContext(ctx, w.s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ? AND epoch = ?`), w.id, w.epoch)
+	_, err := w.s.write(ctx, w.s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ? AND epoch = ?`), w.id, w.epoch)
 	return w.s.fail(err, w.id, "session %s: release the lease", w.id)
 }
