@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "sessions", args: "list | expire --older-than DURATION", summary: "list the sessions of the configured store (sessions.store) or of --store, or delete those not written to for a while", run: sessionsCmd})
+	register(&command{name: "sessions", args: "list | show ID | delete ID | release ID | expire --older-than DURATION", summary: "list the sessions of the configured store (sessions.store) or of --store, show one with its writer's lease, delete one, release a dead writer's lease, or delete those not written to for a while", run: sessionsCmd})
 	register(&command{name: "export", args: "SESSION --to STORE", summary: "copy a session from the configured store to another store, events byte for byte", run: exportCmd})
 	register(&command{name: "import", args: "SESSION --from STORE", summary: "copy a session from another store into the configured store, events byte for byte", run: importCmd})
 }
@@ -173,8 +173,21 @@ func sessionsCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || (pos[0] != "list" && pos[0] != "expire") || (pos[0] == "expire") != (*olderThan > 0) {
-		return usagef("usage: host sessions list [--store STORE] | host sessions expire --older-than DURATION [--store STORE]")
+	const usage = "usage: host sessions list | show ID | delete ID | release ID | expire --older-than DURATION  [--store STORE] [--config FILE]"
+	if len(pos) == 0 || (pos[0] == "expire") != (*olderThan > 0) {
+		return usagef(usage)
+	}
+	switch pos[0] {
+	case "list", "expire":
+		if len(pos) != 1 {
+			return usagef(usage)
+		}
+	case "show", "delete", "release":
+		if len(pos) != 2 {
+			return usagef(usage)
+		}
+	default:
+		return usagef(usage)
 	}
 	ctx := context.Background()
 	st, err := o.open(ctx, e, "sessions", *spec)
@@ -182,6 +195,39 @@ func sessionsCmd(e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	switch pos[0] {
+	case "show":
+		return showSession(ctx, e, st, pos[1])
+	case "delete":
+		d, ok := st.(store.Deleter)
+		if !ok {
+			return fmt.Errorf("sessions delete: this store does not delete sessions (the file store keeps one file per session: delete the file)")
+		}
+		if err := d.Delete(ctx, pos[1]); err != nil {
+			return fmt.Errorf("sessions delete: %w", err)
+		}
+		fmt.Fprintln(e.stdout, "deleted", pos[1])
+		return nil
+	case "release":
+		l, ok := st.(store.Leaser)
+		if !ok {
+			return fmt.Errorf("sessions release: this store has no lease to release (the file store's lock ends with its writer's process)")
+		}
+		lease, err := l.Lease(ctx, pos[1])
+		if err != nil {
+			return fmt.Errorf("sessions release: %w", err)
+		}
+		if err := l.Lapse(ctx, pos[1]); err != nil {
+			return fmt.Errorf("sessions release: %w", err)
+		}
+		if lease.Left == 0 {
+			fmt.Fprintf(e.stdout, "session %s: no writer held its lease\n", pos[1])
+			return nil
+		}
+		fmt.Fprintf(e.stdout, "released session %s: writer %s (epoch %d) had %s of its lease left; if it is alive, its next append is refused\n",
+			pos[1], lease.Holder, lease.Epoch, lease.Left.Round(time.Millisecond))
+		return nil
+	}
 	if pos[0] == "expire" {
 		ex, ok := st.(store.Expirer)
 		if !ok {
@@ -211,6 +257,48 @@ func sessionsCmd(e *env, args []string) error {
 	}
 	for _, i := range list {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", i.ID, i.Events, stamp(i.CreatedAt), stamp(i.UpdatedAt))
+	}
+	return tw.Flush()
+}
+
+// showSession prints one session of st: its counts and times, and its
+// writer's lease where the store has one.
+func showSession(ctx context.Context, e *env, st store.Store, id string) error {
+	list, err := st.List(ctx)
+	if err != nil {
+		return err
+	}
+	var info *store.Info
+	for i := range list {
+		if list[i].ID == id {
+			info = &list[i]
+		}
+	}
+	if info == nil {
+		return fmt.Errorf("sessions show %s: %w", id, store.ErrNotFound)
+	}
+	stamp := func(ms int64) string {
+		if ms == 0 {
+			return "-"
+		}
+		return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "id\t%s\nevents\t%d\ncreated\t%s\nupdated\t%s\n", info.ID, info.Events, stamp(info.CreatedAt), stamp(info.UpdatedAt))
+	if l, ok := st.(store.Leaser); ok {
+		lease, err := l.Lease(ctx, id)
+		if err != nil {
+			return err
+		}
+		holder := lease.Holder
+		if holder == "" {
+			holder = "-"
+		}
+		left := "free"
+		if lease.Left > 0 {
+			left = lease.Left.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "writer\t%s\nepoch\t%d\nlease left\t%s\n", holder, lease.Epoch, left)
 	}
 	return tw.Flush()
 }

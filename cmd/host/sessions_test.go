@@ -50,6 +50,27 @@ func TestSessionsInSQLite(t *testing.T) {
 	r = runHost(t, dir, "", "import", "copy", "--from", out, "--id", "demo-2")
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "refusing to copy over them")
+	// The lease tools: show names the last writer and its epoch, the
+	// lease is free once its run ended; release and delete.
+	r = runHost(t, dir, "", "sessions", "show", "demo-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^id +demo-1$`, r.stdout)
+	require.Regexp(t, `(?m)^writer +\S+/\d+/[0-9a-f]+$`, r.stdout)
+	require.Regexp(t, `(?m)^epoch +\d+$`, r.stdout)
+	require.Regexp(t, `(?m)^lease left +free$`, r.stdout)
+	r = runHost(t, dir, "", "sessions", "release", "demo-1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "no writer held its lease")
+	r = runHost(t, dir, "", "sessions", "delete", "demo-2")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runHost(t, dir, "", "sessions", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "demo-2")
+	require.Contains(t, r.stdout, "demo-1")
+	r = runHost(t, dir, "", "sessions", "show", "demo-2")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "session not found")
+
 	_, err := os.Stat(filepath.Join(dir, ".weir"))
 	require.ErrorIs(t, err, os.ErrNotExist, "no session file was written")
 }

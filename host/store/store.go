@@ -93,6 +93,29 @@ type Deleter interface {
 	Delete(ctx context.Context, id string) error
 }
 
+// Lease is a session's writer lease as the database last committed it.
+type Lease struct {
+	// Holder names the last writer to take the lease (host/pid/random);
+	// it stays after the writer closes.
+	Holder string
+	// Epoch is that writer's fencing token.
+	Epoch int64
+	// Left is how long the lease has to run by the database's clock; 0
+	// when it is free (closed, lapsed or released).
+	Left time.Duration
+}
+
+// Leaser is implemented by stores whose writer leases can lapse: the SQL
+// stores.
+type Leaser interface {
+	// Lease returns session id's lease.
+	Lease(ctx context.Context, id string) (Lease, error)
+	// Lapse ends session id's lease as if it had timed out, so another
+	// writer may open the session at once: for an operator who knows the
+	// holder is gone. A holder still alive is fenced at its next append.
+	Lapse(ctx context.Context, id string) error
+}
+
 // Expirer is implemented by stores that can expire old sessions.
 type Expirer interface {
 	// Expire deletes every session not appended to since before, whose

@@ -340,10 +340,31 @@ func testFenced(t *testing.T, h Harness) {
 	require.NoError(t, w1.Append(ctx, evs[:3]))
 	_, err := st2.Open(ctx, "fence", store.OpenOptions{}, func(surface.Event) error { return nil })
 	require.ErrorIs(t, err, store.ErrLocked)
+	var before store.Lease
+	if l, ok := st.(store.Leaser); ok {
+		var err error
+		before, err = l.Lease(ctx, "fence")
+		require.NoError(t, err)
+		require.NotEmpty(t, before.Holder, "the lease names its writer")
+		require.Positive(t, before.Left, "the writer's lease is running")
+	}
 	h.Lapse(t, st, "fence")
+	if l, ok := st.(store.Leaser); ok {
+		lapsed, err := l.Lease(ctx, "fence")
+		require.NoError(t, err)
+		require.Zero(t, lapsed.Left, "a lapsed lease has nothing left")
+		require.Equal(t, before.Holder, lapsed.Holder, "and still names its last writer")
+		require.ErrorIs(t, l.Lapse(ctx, "no-such-session"), store.ErrNotFound)
+	}
 	w2, got := open(t, st2, "fence", false)
 	defer w2.Close()
 	require.Len(t, got, 3)
+	if l, ok := st.(store.Leaser); ok {
+		after, err := l.Lease(ctx, "fence")
+		require.NoError(t, err)
+		require.NotEqual(t, before.Epoch, after.Epoch, "the takeover has a new epoch")
+		require.Positive(t, after.Left)
+	}
 	require.NoError(t, w2.Append(ctx, evs[3:5]))
 	err = w1.Append(ctx, evs[3:5])
 	require.ErrorIs(t, err, store.ErrFenced, "the stale writer's append is refused")

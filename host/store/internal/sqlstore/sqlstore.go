@@ -542,11 +542,31 @@ func (s *Store) Expire(ctx context.Context, before time.Time) ([]string, error) 
 	return ids, s.errf(tx.Commit(), "expire sessions")
 }
 
+// Lease implements store.Leaser.
+func (s *Store) Lease(ctx context.Context, id string) (store.Lease, error) {
+	var l store.Lease
+	var until, now int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT holder, epoch, lease_until, NOW() FROM sessions WHERE id = ?`), id).Scan(&l.Holder, &l.Epoch, &until, &now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("%s store %s: session %s: %w", s.d.Name, s.cfg.Where, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return l, s.errf(err, "read the lease of session %s", id)
+	}
+	if until > now {
+		l.Left = time.Duration(until-now) * time.Millisecond
+	}
+	return l, nil
+}
+
 // Lapse ends the lease of session id as if it had timed out: for tests
 // that simulate a paused host, and for an operator who knows its holder
 // is gone.
 func (s *Store) Lapse(ctx context.Context, id string) error {
-	_, err := s.write(ctx, s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ?`), id)
+	n, err := s.write(ctx, s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ?`), id)
+	if err == nil && n == 0 {
+		return fmt.Errorf("%s store %s: session %s: %w", s.d.Name, s.cfg.Where, id, store.ErrNotFound)
+	}
 	return s.fail(err, id, "lapse the lease of session %s", id)
 }
 
