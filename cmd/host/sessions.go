@@ -113,9 +113,10 @@ func newStoredSession(cfg *config.Config) (s *host.Session, release func() error
 	return s, release, s.ID(), nil
 }
 
-// loadStored reads session id of the configured store for inspection.
-func loadStored(ref string) (*loaded, error) {
-	cfg, _, err := config.Load(config.Options{})
+// loadStored reads session id of the store configFile configures ("" for
+// the default configuration) for inspection.
+func loadStored(ref, configFile string) (*loaded, error) {
+	cfg, _, err := config.Load(config.Options{File: configFile})
 	if err != nil {
 		return nil, err
 	}

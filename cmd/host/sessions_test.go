@@ -46,6 +46,21 @@ func TestSessionsInSQLite(t *testing.T) {
 	r2 := runHost(t, dir, "", "transcript", out)
 	require.Equal(t, r2.stdout, r.stdout)
 
+	// --config names the store of every reading command from anywhere.
+	other := t.TempDir()
+	writeFile(t, filepath.Join(other, "alt.yaml"), "sessions:\n  store: sqlite:"+filepath.Join(dir, "sessions.db")+"\n")
+	for _, args := range [][]string{
+		{"replay", "demo-2"}, {"transcript", "demo-2"}, {"inspect", "demo-2"}, {"request", "demo-2", "--at", "4"},
+	} {
+		r = runHost(t, other, "", append(args, "--config", "alt.yaml")...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		require.NotEmpty(t, r.stdout, "%v", args)
+		r = runHost(t, other, "", args...)
+		require.NotEqual(t, 0, r.code, "%v: without --config the session is not in the default store", args)
+	}
+	r = runHost(t, other, "", "transcript", "demo-2", "--config", "alt.yaml")
+	require.Equal(t, r2.stdout, r.stdout)
+
 	// Copying over a session that has events is refused.
 	r = runHost(t, dir, "", "import", "copy", "--from", out, "--id", "demo-2")
 	require.NotEqual(t, 0, r.code)
