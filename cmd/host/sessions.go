@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -18,6 +19,7 @@ import (
 	"github.com/weirhost/weir/host/store/postgres"
 	"github.com/weirhost/weir/host/store/sqlite"
 	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 func init() {
@@ -335,9 +337,12 @@ func importCmd(e *env, args []string) error {
 }
 
 // copySession copies session ref of store from to store to, as id (default
-// the source's id), byte for byte. Every event is admitted on the way, so
-// only a valid log is copied; the target session must not exist or be
-// empty. The copy is read back and compared before the command succeeds.
+// the source's id): its header (every member, unknown ones included) and
+// its events, byte for byte. Every event is admitted on the way, so only a
+// valid log is copied. The target session must not exist, or hold a
+// prefix of the source's events, byte for byte: a copy cut off (killed,
+// or its connection lost) resumes where it stopped when run again. The
+// copy is read back and compared before the command succeeds.
 func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
 	ctx, _, stop := interrupts(e)
 	defer stop()
@@ -366,13 +371,21 @@ func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
 	if id == "" {
 		id = info.ID
 	}
-	w, err := dst.Open(ctx, id, store.OpenOptions{Create: true, CreatedAt: info.CreatedAt}, func(surface.Event) error {
-		return fmt.Errorf("%s: the target already holds events of session %s; refusing to copy over them", name, id)
+	have := 0
+	w, err := dst.Open(ctx, id, store.OpenOptions{Create: true, CreatedAt: info.CreatedAt, Header: info.Header}, func(ev surface.Event) error {
+		if have >= len(evs) || !bytes.Equal(surface.AppendEvent(nil, &ev), surface.AppendEvent(nil, &evs[have])) {
+			return fmt.Errorf("%s: the target's session %s holds other events than the source's (seq %d differs); refusing to copy over them", name, id, ev.Seq)
+		}
+		have++
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for i := 0; i < len(evs); i += 1000 {
+	if have > 0 {
+		fmt.Fprintf(e.stdout, "session %s already holds the first %d events of the source; resuming the copy\n", id, have)
+	}
+	for i := have; i < len(evs); i += 1000 {
 		if err := w.Append(ctx, evs[i:min(i+1000, len(evs))]); err != nil {
 			w.Close()
 			return fmt.Errorf("%s: write %s: %w", name, id, err)
@@ -382,7 +395,7 @@ func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
 		return err
 	}
 	n := 0
-	_, err = dst.Load(ctx, id, func(ev surface.Event) error {
+	got, err := dst.Load(ctx, id, func(ev surface.Event) error {
 		if n >= len(evs) || string(surface.AppendEvent(nil, &ev)) != string(surface.AppendEvent(nil, &evs[n])) {
 			return fmt.Errorf("%s: the copy differs from the source at seq %d", name, ev.Seq)
 		}
@@ -392,9 +405,37 @@ func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
 	if err == nil && n != len(evs) {
 		err = fmt.Errorf("%s: the copy holds %d events, the source %d", name, n, len(evs))
 	}
+	if err == nil {
+		err = sameHeader(name, info, got)
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "copied session %s (%d events) as %s; read back byte for byte\n", info.ID, len(evs), id)
+	fmt.Fprintf(e.stdout, "copied session %s (%d events) as %s; header and events read back byte for byte\n", info.ID, len(evs), id)
+	return nil
+}
+
+// sameHeader compares the header of a copy with its source's, every member
+// but the id (a copy may take another), byte for byte.
+func sameHeader(name string, src, dst store.Info) error {
+	line := func(i store.Info) ([]byte, error) {
+		h := jsonl.Header{}
+		if i.Header != nil {
+			h = *i.Header
+		}
+		h.ID, h.CreatedAt = "-", i.CreatedAt
+		return jsonl.MarshalHeader(h)
+	}
+	a, err := line(src)
+	if err != nil {
+		return fmt.Errorf("%s: the source's header: %w", name, err)
+	}
+	b, err := line(dst)
+	if err != nil {
+		return fmt.Errorf("%s: the copy's header: %w", name, err)
+	}
+	if !bytes.Equal(a, b) {
+		return fmt.Errorf("%s: the copy's header differs from the source's:\n source %s\n copy   %s", name, a, b)
+	}
 	return nil
 }

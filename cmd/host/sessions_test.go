@@ -61,8 +61,14 @@ func TestSessionsInSQLite(t *testing.T) {
 	r = runHost(t, other, "", "transcript", "demo-2", "--config", "alt.yaml")
 	require.Equal(t, r2.stdout, r.stdout)
 
-	// Copying over a session that has events is refused.
+	// Copying again onto the same copy finds nothing left to do; copying
+	// over a session that holds other events is refused.
 	r = runHost(t, dir, "", "import", "copy", "--from", out, "--id", "demo-2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "already holds the first")
+	r = runHost(t, dir, "", "run", "--route", "offline", "--session", "demo-3", "something else")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runHost(t, dir, "", "import", "copy", "--from", out, "--id", "demo-3")
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "refusing to copy over them")
 	// The lease tools: show names the last writer and its epoch, the
@@ -77,6 +83,8 @@ func TestSessionsInSQLite(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "no writer held its lease")
 	r = runHost(t, dir, "", "sessions", "delete", "demo-2")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runHost(t, dir, "", "sessions", "delete", "demo-3")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = runHost(t, dir, "", "sessions", "list")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -97,4 +105,30 @@ func TestPostgresPasswordIsRefusedInConfig(t *testing.T) {
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "sessions.store")
 	require.NotContains(t, r.stderr+r.stdout, "s3cret-pw")
+}
+
+// TestCopyKeepsTheHeader imports a session file whose header has every
+// member the format knows and unknown ones into SQLite and exports it back
+// to a file: the two files are the same, byte for byte.
+func TestCopyKeepsTheHeader(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "weir.yaml"), "sessions:\n  store: sqlite:sessions.db\n")
+	r := runHost(t, dir, "", "run", "--route", "offline", "--session", "h", "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	plain := filepath.Join(dir, "plain.jsonl")
+	r = runHost(t, dir, "", "export", "h", "--to", plain)
+	require.Equal(t, 0, r.code, r.stderr)
+	b := readFile(t, plain)
+	events := b[strings.IndexByte(b, '\n'):]
+	header := `{"type":"session","version":3,"id":"seeded","createdAt":1750000000000,"cwd":"/srv/work","parentSession":"parent-1",` +
+		`"isSeeded":true,"origin":"subagent","delegationDepth":2,"agentPreset":{"name":"reviewer"},"title":"kept","x-tag":[1,{"y":null}]}`
+	src := filepath.Join(dir, "seeded.jsonl")
+	writeFile(t, src, header+events)
+	r = runHost(t, dir, "", "import", "seeded", "--from", src)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "header and events read back byte for byte")
+	back := filepath.Join(dir, "back.jsonl")
+	r = runHost(t, dir, "", "export", "seeded", "--to", back)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, header+events, readFile(t, back), "the whole file came back byte for byte")
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 // Store keeps sessions. Its methods are safe for concurrent use.
@@ -54,6 +55,11 @@ type OpenOptions struct {
 	// CreatedAt is the creation time (epoch milliseconds) of a session
 	// Open creates; 0 means now.
 	CreatedAt int64
+	// Header is the header a session Open creates is kept with (its cwd,
+	// parentSession, isSeeded, origin, delegationDepth, agentPreset and
+	// unknown members; its ID and CreatedAt are the session's own). nil:
+	// none beyond the id and creation time.
+	Header *jsonl.Header
 }
 
 // Writer is the single writer of one session, holding its lease until
@@ -84,6 +90,10 @@ type Info struct {
 	// UpdatedAt is the time of the last append, epoch milliseconds; 0 when
 	// the store does not record it.
 	UpdatedAt int64
+	// Header is the session's header, as created (OpenOptions.Header),
+	// with ID and CreatedAt those of the session; set by Load, nil where
+	// the session was created without one.
+	Header *jsonl.Header
 }
 
 // Deleter is implemented by stores that can delete sessions.

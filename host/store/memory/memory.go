@@ -63,6 +63,11 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 			created = time.Now().UnixMilli()
 		}
 		ss = &session{info: store.Info{ID: id, CreatedAt: created}}
+		if opt.Header != nil {
+			h := *opt.Header
+			h.ID, h.CreatedAt = id, created
+			ss.info.Header = &h
+		}
 		s.sessions[id] = ss
 	}
 	if ss.held {

@@ -153,7 +153,7 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 		require.NoError(t, rows.Scan(&v))
 		versions = append(versions, v)
 	}
-	require.Equal(t, []int{1, 2}, versions)
+	require.Equal(t, []int{1, 2, 3}, versions)
 }
 
 func TestExpire(t *testing.T) {

@@ -25,11 +25,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 // Harness tells the suite how to make and handle stores of one kind.
@@ -174,6 +176,7 @@ func requireLines(t testing.TB, want, got [][]byte, msg string) {
 func Run(t *testing.T, h Harness) {
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, h) })
 	t.Run("NotFound", func(t *testing.T) { testNotFound(t, h) })
+	t.Run("Header", func(t *testing.T) { testHeader(t, h) })
 	t.Run("BatchAtomicity", func(t *testing.T) { testAtomicity(t, h) })
 	t.Run("SingleWriter", func(t *testing.T) { testSingleWriter(t, h) })
 	t.Run("FencedAfterTakeover", func(t *testing.T) { testFenced(t, h) })
@@ -216,6 +219,38 @@ func testRoundTrip(t *testing.T, h Harness) {
 		require.NoError(t, w.Close())
 		_, got = collect(t, again(t, h, st), f.Name)
 		requireLines(t, f.Lines, got, f.Name+": Load through a second handle")
+	}
+}
+
+// testHeader: a session created with a header loads with every member of
+// it, unknown ones included; its ID and CreatedAt are the session's.
+func testHeader(t *testing.T, h Harness) {
+	st := newStore(t, h)
+	ctx := context.Background()
+	hd := jsonl.Header{ID: "ignored", CreatedAt: 1, Cwd: "/srv/work", ParentSession: "parent-1", IsSeeded: true, Origin: "subagent",
+		DelegationDepth: 2, AgentPreset: jsontext.Value(`{"name":"reviewer","tools":["read"]}`), Extra: jsontext.Value(`{"title":"t","x":[1,{"y":null}]}`)}
+	w, err := st.Open(ctx, "hd", store.OpenOptions{Create: true, CreatedAt: 1_750_000_000_000, Header: &hd}, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Append(ctx, Synthetic(t, 2)))
+	require.NoError(t, w.Close())
+	info, _ := collect(t, again(t, h, st), "hd")
+	require.NotNil(t, info.Header, "the store keeps the header")
+	want := hd
+	want.ID, want.CreatedAt = "hd", 1_750_000_000_000
+	wantLine, err := jsonl.MarshalHeader(want)
+	require.NoError(t, err)
+	gotLine, err := jsonl.MarshalHeader(*info.Header)
+	require.NoError(t, err)
+	require.Equal(t, string(wantLine), string(gotLine), "the header, byte for byte")
+
+	w, err = st.Open(ctx, "plain", store.OpenOptions{Create: true}, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Append(ctx, Synthetic(t, 1)))
+	require.NoError(t, w.Close())
+	info, _ = collect(t, st, "plain")
+	if info.Header != nil {
+		require.False(t, info.Header.IsSeeded)
+		require.Empty(t, info.Header.Cwd)
 	}
 }
 
@@ -770,7 +805,9 @@ func testCrash(t *testing.T, h Harness) {
 		if h.Lapse != nil {
 			h.Lapse(t, st, "crash") // the dead child's lease times out
 		}
-		w, got := open(t, st, "crash", false)
+		// Create: a child killed before its first append may have left no
+		// session (the file store publishes a session with its first batch).
+		w, got := open(t, st, "crash", stored == 0)
 		n := int64(len(got))
 		require.GreaterOrEqual(t, n-1, acked, "trial %d: every acknowledged event survives", trial)
 		if n-1 > acked {

@@ -13,7 +13,8 @@
 // type and time are copies for people querying the table.
 //
 // Schema version 2 adds the epoch counter (a sequence in PostgreSQL, a
-// one-row table in SQLite).
+// one-row table in SQLite); version 3 the header column, the session's
+// header line (surface/jsonl) as created, NULL when it had none.
 //
 // Fencing: every Open that takes a session's lease sets its epoch to the
 // next value of the database-wide epoch counter, in the same transaction
@@ -47,6 +48,7 @@ import (
 	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/host/store/internal/pardec"
 	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 // Dialect is what differs between databases.
@@ -187,6 +189,7 @@ CREATE TABLE events (
 );
 CREATE INDEX sessions_updated_at ON sessions (updated_at)`,
 		2: s.d.EpochSource,
+		3: `ALTER TABLE sessions ADD COLUMN header ` + s.d.Blob,
 	}
 }
 
@@ -333,8 +336,17 @@ func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (
 		if epoch, err = s.nextEpoch(ctx, tx, id); err != nil {
 			return nil, err
 		}
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (id, created_at, updated_at, next_seq, epoch, lease_until, holder) VALUES (?, ?, ?, 0, ?, ?, ?)`),
-			id, info.CreatedAt, now, epoch, now+lease, s.holder)
+		var header []byte
+		if opt.Header != nil {
+			h := *opt.Header
+			h.ID, h.CreatedAt = id, info.CreatedAt
+			if header, err = jsonl.MarshalHeader(h); err != nil {
+				return nil, fmt.Errorf("%s store %s: create session %s: %w", s.d.Name, s.cfg.Where, id, err)
+			}
+			info.Header = &h
+		}
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (id, created_at, updated_at, next_seq, epoch, lease_until, holder, header) VALUES (?, ?, ?, 0, ?, ?, ?, ?)`),
+			id, info.CreatedAt, now, epoch, now+lease, s.holder, header)
 		if err != nil && s.d.Unique(err) {
 			return nil, fmt.Errorf("%s store %s: session %s was created by another writer at the same moment: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
 		}
@@ -445,13 +457,21 @@ func (s *Store) stream(ctx context.Context, id string, next int64, fn func(surfa
 // together, so a reader sees whole batches.
 func (s *Store) Load(ctx context.Context, id string, fn func(surface.Event) error) (store.Info, error) {
 	info := store.Info{ID: id}
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT created_at, updated_at, next_seq FROM sessions WHERE id = ?`), id).
-		Scan(&info.CreatedAt, &info.UpdatedAt, &info.Events)
+	var header []byte
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT created_at, updated_at, next_seq, header FROM sessions WHERE id = ?`), id).
+		Scan(&info.CreatedAt, &info.UpdatedAt, &info.Events, &header)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Info{}, fmt.Errorf("%s store %s: session %s: %w", s.d.Name, s.cfg.Where, id, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Info{}, s.errf(err, "load session %s", id)
+	}
+	if header != nil {
+		h, err := jsonl.ParseHeader(header)
+		if err != nil {
+			return store.Info{}, fmt.Errorf("%s store %s: session %s: the stored header: %w", s.d.Name, s.cfg.Where, id, err)
+		}
+		info.Header = &h
 	}
 	return info, s.stream(ctx, id, info.Events, fn)
 }
