@@ -311,14 +311,15 @@ func exportCmd(e *env, args []string) error {
 	from := o.fs.String("from", "", "the store to copy from instead of sessions.store: "+storeSpecHelp)
 	to := o.fs.String("to", "", "the store to copy to: "+storeSpecHelp)
 	id := o.fs.String("id", "", "the session's id in the target store (default its id in the source)")
+	batch := o.fs.Int("batch", 1000, "events per transaction of the copy: a copy cut off keeps whole batches and resumes after them when run again")
 	pos, err := parseArgs(o.fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *to == "" {
-		return usagef("usage: host export SESSION --to STORE [--from STORE] [--id ID]")
+	if len(pos) != 1 || *batch < 1 || *to == "" {
+		return usagef("usage: host export SESSION --to STORE [--from STORE] [--id ID] [--batch N]")
 	}
-	return copySession(e, o, "export", *from, *to, pos[0], *id)
+	return copySession(e, o, "export", *from, *to, pos[0], *id, *batch)
 }
 
 func importCmd(e *env, args []string) error {
@@ -326,14 +327,15 @@ func importCmd(e *env, args []string) error {
 	from := o.fs.String("from", "", "the store to copy from: "+storeSpecHelp)
 	to := o.fs.String("to", "", "the store to copy to instead of sessions.store: "+storeSpecHelp)
 	id := o.fs.String("id", "", "the session's id in the target store (default its id in the source)")
+	batch := o.fs.Int("batch", 1000, "events per transaction of the copy: a copy cut off keeps whole batches and resumes after them when run again")
 	pos, err := parseArgs(o.fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *from == "" {
-		return usagef("usage: host import SESSION --from STORE [--to STORE] [--id ID]")
+	if len(pos) != 1 || *batch < 1 || *from == "" {
+		return usagef("usage: host import SESSION --from STORE [--to STORE] [--id ID] [--batch N]")
 	}
-	return copySession(e, o, "import", *from, *to, pos[0], *id)
+	return copySession(e, o, "import", *from, *to, pos[0], *id, *batch)
 }
 
 // copySession copies session ref of store from to store to, as id (default
@@ -343,7 +345,7 @@ func importCmd(e *env, args []string) error {
 // prefix of the source's events, byte for byte: a copy cut off (killed,
 // or its connection lost) resumes where it stopped when run again. The
 // copy is read back and compared before the command succeeds.
-func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
+func copySession(e *env, o *storeFlags, name, from, to, ref, id string, batch int) error {
 	ctx, _, stop := interrupts(e)
 	defer stop()
 	src, err := o.open(ctx, e, name, from)
@@ -385,8 +387,8 @@ func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
 	if have > 0 {
 		fmt.Fprintf(e.stdout, "session %s already holds the first %d events of the source; resuming the copy\n", id, have)
 	}
-	for i := have; i < len(evs); i += 1000 {
-		if err := w.Append(ctx, evs[i:min(i+1000, len(evs))]); err != nil {
+	for i := have; i < len(evs); i += batch {
+		if err := w.Append(ctx, evs[i:min(i+batch, len(evs))]); err != nil {
 			w.Close()
 			return fmt.Errorf("%s: write %s: %w", name, id, err)
 		}

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -131,4 +136,54 @@ func TestCopyKeepsTheHeader(t *testing.T) {
 	r = runHost(t, dir, "", "export", "seeded", "--to", back)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, header+events, readFile(t, back), "the whole file came back byte for byte")
+}
+
+// TestImportKilledThenRetried kills an import at random points (one event
+// per transaction, so most kills leave part of the session) and runs it
+// again each time, after releasing the dead import's lease: every retry
+// resumes from what the killed one stored,
+// and the last one leaves the session whole, byte for byte.
+func TestImportKilledThenRetried(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "weir.yaml"), "sessions:\n  store: sqlite:sessions.db\n")
+	for i := range 3 {
+		r := runHost(t, dir, "", "run", "--route", "offline", "--session", "src", fmt.Sprintf("turn %d", i))
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	src := filepath.Join(dir, "src.jsonl")
+	r := runHost(t, dir, "", "export", "src", "--to", src)
+	require.Equal(t, 0, r.code, r.stderr)
+	seed := time.Now().UnixNano()
+	t.Logf("kill timing seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 26))
+	resumed := 0
+	for trial := range 6 {
+		cmd := exec.Command(hostBin, "import", "src", "--from", src, "--id", "dst", "--batch", "1")
+		cmd.Dir, cmd.Env = dir, hostEnv()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		require.NoError(t, cmd.Start())
+		time.Sleep(time.Duration(rng.Int64N(int64(400 * time.Millisecond))))
+		cmd.Process.Kill()
+		cmd.Wait()
+		// The killed import's lease would hold the session for 30 s: the
+		// operator, who knows it is dead, releases it.
+		rel := runHost(t, dir, "", "sessions", "release", "dst")
+		if rel.code != 0 {
+			require.Contains(t, rel.stderr, "session not found", "trial %d: killed before it created the session", trial)
+		}
+		if strings.Contains(out.String(), "resuming the copy") {
+			resumed++
+		}
+		require.NotContains(t, out.String(), "refusing", "trial %d: a killed copy leaves a prefix of the source", trial)
+	}
+	r = runHost(t, dir, "", "import", "src", "--from", src, "--id", "dst", "--batch", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "header and events read back byte for byte")
+	back := filepath.Join(dir, "back.jsonl")
+	r = runHost(t, dir, "", "export", "dst", "--to", back)
+	require.Equal(t, 0, r.code, r.stderr)
+	a, b := readFile(t, src), readFile(t, back)
+	require.Equal(t, a[strings.IndexByte(a, '\n'):], b[strings.IndexByte(b, '\n'):], "the session is whole after the retries")
+	t.Logf("%d of 6 killed imports had resumed an earlier one", resumed)
 }
