@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -22,6 +23,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if u := os.Getenv(scaleEnv); u != "" {
+		if err := scaleChild(u, os.Getenv(scaleArgsEnv)); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	storetest.Main(func(url string) (store.Store, error) {
 		return postgres.Open(context.Background(), url, postgres.Password(postgres.PasswordEnv))
 	})
