@@ -185,6 +185,6 @@ func TestScaleOut(t *testing.T) {
 	total := procs * sessions * turns
 	p99 := time.Duration(lats[len(lats)*99/100])
 	require.LessOrEqual(t, len(lats), total, "no turn was acknowledged twice")
-	t.Logf("%d processes, %d sessions, %d turns, %d kills, %d takeovers of a session a killed process had begun: %.0f turns/s, append p50 %s p99 %s, %d appends acknowledged, 0 lost or duplicated events",
+	t.Logf("%d processes, %d sessions, %d turns, %d kills, %d sessions a replacement reopened with events in them: %.0f turns/s, append p50 %s p99 %s, %d appends acknowledged, 0 lost or duplicated events",
 		procs, procs*sessions, total, kills, takeovers, float64(total)/elapsed.Seconds(), time.Duration(lats[len(lats)/2]), p99, len(lats))
 }

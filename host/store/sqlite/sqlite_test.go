@@ -78,7 +78,6 @@ func BenchmarkStore(b *testing.B) {
 const (
 	procEnv   = "WEIR_SQLITE_PROC_DB"
 	procIDEnv = "WEIR_SQLITE_PROC_ID"
-	procs     = 50
 )
 
 // procChild is one of the processes of TestManyProcesses: it opens the
@@ -116,7 +115,7 @@ func (nopTB) Helper()               {}
 func (nopTB) Errorf(string, ...any) {}
 func (nopTB) FailNow()              { panic("fixtures do not decode") }
 
-// TestManyProcesses starts 50 processes at once on one SQLite file, first
+// TestManyProcesses starts 50 processes (procs) at once on one SQLite file, first
 // a new file (the first pragmas race), then the same file again (the
 // migration check and the writes race): every process succeeds and every
 // session holds its six events.
