@@ -150,7 +150,7 @@ func compactionAgent(ctx context.Context, e *env, cfg *config.Config, route *set
 // memory (the file is opened for reading only, so not even a resume marker
 // is written) and prints the receipt.
 func compactDryRun(e *env, cfg *config.Config, route *setup.Route, path string, asJSON bool) error {
-	ld, err := loadLog(path)
+	ld, err := loadLog(path, "")
 	if err != nil {
 		return err
 	}

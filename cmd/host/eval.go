@@ -113,7 +113,7 @@ func evalCmd(e *env, args []string) error {
 		opts.Prices = eval.Prices(base.Eval.Prices)
 	}
 	log := newLogger(base.Log, e.stderr)
-	ld, err := loadLog(pos[0])
+	ld, err := loadLog(pos[0], *configFile)
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,7 @@ type compactionJSON struct {
 func inspectCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	configFile := fs.String("config", "", "the configuration whose sessions.store holds SESSION when it is a session id (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -90,7 +91,7 @@ func inspectCmd(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("usage: host inspect [--json] FILE")
 	}
-	s, err := loadLog(pos[0])
+	s, err := loadLog(pos[0], *configFile)
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,12 @@ type loaded struct {
 }
 
 // loadLog reads a session file, or a session id of the configured store
-// (sessions.store), for reading only. A format-v2 file is
-// converted to v3 in memory; the file is never changed.
-func loadLog(path string) (*loaded, error) {
+// (sessions.store of the configuration file configFile, "" for the
+// default), for reading only. A format-v2 file is converted to v3 in
+// memory; the file is never changed.
+func loadLog(path, configFile string) (*loaded, error) {
 	if !isSessionFile(path) {
-		return loadStored(path)
+		return loadStored(path, configFile)
 	}
 	ld, err := winspect.Load(path)
 	if err != nil {

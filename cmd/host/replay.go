@@ -34,6 +34,7 @@ type messageJSON struct {
 func replay(e *env, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a summary")
+	configFile := fs.String("config", "", "the configuration whose sessions.store holds SESSION when it is a session id (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -41,7 +42,7 @@ func replay(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("usage: host replay [--json] FILE")
 	}
-	s, err := loadLog(pos[0])
+	s, err := loadLog(pos[0], *configFile)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ func init() {
 func requestCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("request", flag.ContinueOnError)
 	at := fs.Int64("at", -1, "seq of the request's request/header, request/context or settlement (assistant/message, assistant/attempt), or of a plugin/call (a compaction's summarization request)")
+	configFile := fs.String("config", "", "the configuration whose sessions.store holds SESSION when it is a session id (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -22,7 +23,7 @@ func requestCmd(e *env, args []string) error {
 	if len(pos) != 1 || *at < 0 {
 		return usagef("usage: host request FILE --at SEQ")
 	}
-	s, err := loadLog(pos[0])
+	s, err := loadLog(pos[0], *configFile)
 	if err != nil {
 		return err
 	}
@@ -57,6 +58,7 @@ type entryJSON struct {
 func transcriptCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("transcript", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
+	configFile := fs.String("config", "", "the configuration whose sessions.store holds SESSION when it is a session id (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -64,7 +66,7 @@ func transcriptCmd(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("usage: host transcript [--json] FILE")
 	}
-	s, err := loadLog(pos[0])
+	s, err := loadLog(pos[0], *configFile)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -18,10 +19,11 @@ import (
 	"github.com/weirhost/weir/host/store/file"
 	"github.com/weirhost/weir/host/store/postgres"
 	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 func init() {
-	register(&command{name: "sessions", args: "list | expire --older-than DURATION", summary: "list the sessions of the configured store (sessions.store) or of --store, or delete those not written to for a while", run: sessionsCmd})
+	register(&command{name: "sessions", args: "list | show ID | delete ID | release ID | expire --older-than DURATION", summary: "list the sessions of the configured store (sessions.store) or of --store, show one with its writer's lease, delete one, release a dead writer's lease, or delete those not written to for a while", run: sessionsCmd})
 	register(&command{name: "export", args: "SESSION --to STORE", summary: "copy a session from the configured store to another store, events byte for byte", run: exportCmd})
 	register(&command{name: "import", args: "SESSION --from STORE", summary: "copy a session from another store into the configured store, events byte for byte", run: importCmd})
 }
@@ -94,9 +96,10 @@ func newStoredSession(cfg *config.Config) (s *host.Session, release func() error
 	return s, release, s.ID(), nil
 }
 
-// loadStored reads session id of the configured store for inspection.
-func loadStored(ref string) (*loaded, error) {
-	cfg, _, err := config.Load(config.Options{})
+// loadStored reads session id of the store configFile configures ("" for
+// the default configuration) for inspection.
+func loadStored(ref, configFile string) (*loaded, error) {
+	cfg, _, err := config.Load(config.Options{File: configFile})
 	if err != nil {
 		return nil, err
 	}
@@ -154,8 +157,21 @@ func sessionsCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || (pos[0] != "list" && pos[0] != "expire") || (pos[0] == "expire") != (*olderThan > 0) {
-		return usagef("usage: host sessions list [--store STORE] | host sessions expire --older-than DURATION [--store STORE]")
+	const usage = "usage: host sessions list | show ID | delete ID | release ID | expire --older-than DURATION  [--store STORE] [--config FILE]"
+	if len(pos) == 0 || (pos[0] == "expire") != (*olderThan > 0) {
+		return usagef(usage)
+	}
+	switch pos[0] {
+	case "list", "expire":
+		if len(pos) != 1 {
+			return usagef(usage)
+		}
+	case "show", "delete", "release":
+		if len(pos) != 2 {
+			return usagef(usage)
+		}
+	default:
+		return usagef(usage)
 	}
 	ctx := context.Background()
 	st, err := o.open(ctx, e, "sessions", *spec)
@@ -163,6 +179,39 @@ func sessionsCmd(e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	switch pos[0] {
+	case "show":
+		return showSession(ctx, e, st, pos[1])
+	case "delete":
+		d, ok := st.(store.Deleter)
+		if !ok {
+			return fmt.Errorf("sessions delete: this store does not delete sessions (the file store keeps one file per session: delete the file)")
+		}
+		if err := d.Delete(ctx, pos[1]); err != nil {
+			return fmt.Errorf("sessions delete: %w", err)
+		}
+		fmt.Fprintln(e.stdout, "deleted", pos[1])
+		return nil
+	case "release":
+		l, ok := st.(store.Leaser)
+		if !ok {
+			return fmt.Errorf("sessions release: this store has no lease to release (the file store's lock ends with its writer's process)")
+		}
+		lease, err := l.Lease(ctx, pos[1])
+		if err != nil {
+			return fmt.Errorf("sessions release: %w", err)
+		}
+		if err := l.Lapse(ctx, pos[1]); err != nil {
+			return fmt.Errorf("sessions release: %w", err)
+		}
+		if lease.Left == 0 {
+			fmt.Fprintf(e.stdout, "session %s: no writer held its lease\n", pos[1])
+			return nil
+		}
+		fmt.Fprintf(e.stdout, "released session %s: writer %s (epoch %d) had %s of its lease left; if it is alive, its next append is refused\n",
+			pos[1], lease.Holder, lease.Epoch, lease.Left.Round(time.Millisecond))
+		return nil
+	}
 	if pos[0] == "expire" {
 		ex, ok := st.(store.Expirer)
 		if !ok {
@@ -196,19 +245,62 @@ func sessionsCmd(e *env, args []string) error {
 	return tw.Flush()
 }
 
+// showSession prints one session of st: its counts and times, and its
+// writer's lease where the store has one.
+func showSession(ctx context.Context, e *env, st store.Store, id string) error {
+	list, err := st.List(ctx)
+	if err != nil {
+		return err
+	}
+	var info *store.Info
+	for i := range list {
+		if list[i].ID == id {
+			info = &list[i]
+		}
+	}
+	if info == nil {
+		return fmt.Errorf("sessions show %s: %w", id, store.ErrNotFound)
+	}
+	stamp := func(ms int64) string {
+		if ms == 0 {
+			return "-"
+		}
+		return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "id\t%s\nevents\t%d\ncreated\t%s\nupdated\t%s\n", info.ID, info.Events, stamp(info.CreatedAt), stamp(info.UpdatedAt))
+	if l, ok := st.(store.Leaser); ok {
+		lease, err := l.Lease(ctx, id)
+		if err != nil {
+			return err
+		}
+		holder := lease.Holder
+		if holder == "" {
+			holder = "-"
+		}
+		left := "free"
+		if lease.Left > 0 {
+			left = lease.Left.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "writer\t%s\nepoch\t%d\nlease left\t%s\n", holder, lease.Epoch, left)
+	}
+	return tw.Flush()
+}
+
 func exportCmd(e *env, args []string) error {
 	o := newStoreFlags("export")
 	from := o.fs.String("from", "", "the store to copy from instead of sessions.store: "+storeSpecHelp)
 	to := o.fs.String("to", "", "the store to copy to: "+storeSpecHelp)
 	id := o.fs.String("id", "", "the session's id in the target store (default its id in the source)")
+	batch := o.fs.Int("batch", 1000, "events per transaction of the copy: a copy cut off keeps whole batches and resumes after them when run again")
 	pos, err := parseArgs(o.fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *to == "" {
-		return usagef("usage: host export SESSION --to STORE [--from STORE] [--id ID]")
+	if len(pos) != 1 || *batch < 1 || *to == "" {
+		return usagef("usage: host export SESSION --to STORE [--from STORE] [--id ID] [--batch N]")
 	}
-	return copySession(e, o, "export", *from, *to, pos[0], *id)
+	return copySession(e, o, "export", *from, *to, pos[0], *id, *batch)
 }
 
 func importCmd(e *env, args []string) error {
@@ -216,21 +308,25 @@ func importCmd(e *env, args []string) error {
 	from := o.fs.String("from", "", "the store to copy from: "+storeSpecHelp)
 	to := o.fs.String("to", "", "the store to copy to instead of sessions.store: "+storeSpecHelp)
 	id := o.fs.String("id", "", "the session's id in the target store (default its id in the source)")
+	batch := o.fs.Int("batch", 1000, "events per transaction of the copy: a copy cut off keeps whole batches and resumes after them when run again")
 	pos, err := parseArgs(o.fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *from == "" {
-		return usagef("usage: host import SESSION --from STORE [--to STORE] [--id ID]")
+	if len(pos) != 1 || *batch < 1 || *from == "" {
+		return usagef("usage: host import SESSION --from STORE [--to STORE] [--id ID] [--batch N]")
 	}
-	return copySession(e, o, "import", *from, *to, pos[0], *id)
+	return copySession(e, o, "import", *from, *to, pos[0], *id, *batch)
 }
 
 // copySession copies session ref of store from to store to, as id (default
-// the source's id), byte for byte. Every event is admitted on the way, so
-// only a valid log is copied; the target session must not exist or be
-// empty. The copy is read back and compared before the command succeeds.
-func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
+// the source's id): its header (every member, unknown ones included) and
+// its events, byte for byte. Every event is admitted on the way, so only a
+// valid log is copied. The target session must not exist, or hold a
+// prefix of the source's events, byte for byte: a copy cut off (killed,
+// or its connection lost) resumes where it stopped when run again. The
+// copy is read back and compared before the command succeeds.
+func copySession(e *env, o *storeFlags, name, from, to, ref, id string, batch int) error {
 	ctx, _, stop := interrupts(e)
 	defer stop()
 	src, err := o.open(ctx, e, name, from)
@@ -258,14 +354,22 @@ func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
 	if id == "" {
 		id = info.ID
 	}
-	w, err := dst.Open(ctx, id, store.OpenOptions{Create: true, CreatedAt: info.CreatedAt}, func(surface.Event) error {
-		return fmt.Errorf("%s: the target already holds events of session %s; refusing to copy over them", name, id)
+	have := 0
+	w, err := dst.Open(ctx, id, store.OpenOptions{Create: true, CreatedAt: info.CreatedAt, Header: info.Header}, func(ev surface.Event) error {
+		if have >= len(evs) || !bytes.Equal(surface.AppendEvent(nil, &ev), surface.AppendEvent(nil, &evs[have])) {
+			return fmt.Errorf("%s: the target's session %s holds other events than the source's (seq %d differs); refusing to copy over them", name, id, ev.Seq)
+		}
+		have++
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for i := 0; i < len(evs); i += 1000 {
-		if err := w.Append(ctx, evs[i:min(i+1000, len(evs))]); err != nil {
+	if have > 0 {
+		fmt.Fprintf(e.stdout, "session %s already holds the first %d events of the source; resuming the copy\n", id, have)
+	}
+	for i := have; i < len(evs); i += batch {
+		if err := w.Append(ctx, evs[i:min(i+batch, len(evs))]); err != nil {
 			w.Close()
 			return fmt.Errorf("%s: write %s: %w", name, id, err)
 		}
@@ -274,7 +378,7 @@ func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
 		return err
 	}
 	n := 0
-	_, err = dst.Load(ctx, id, func(ev surface.Event) error {
+	got, err := dst.Load(ctx, id, func(ev surface.Event) error {
 		if n >= len(evs) || string(surface.AppendEvent(nil, &ev)) != string(surface.AppendEvent(nil, &evs[n])) {
 			return fmt.Errorf("%s: the copy differs from the source at seq %d", name, ev.Seq)
 		}
@@ -284,9 +388,37 @@ func copySession(e *env, o *storeFlags, name, from, to, ref, id string) error {
 	if err == nil && n != len(evs) {
 		err = fmt.Errorf("%s: the copy holds %d events, the source %d", name, n, len(evs))
 	}
+	if err == nil {
+		err = sameHeader(name, info, got)
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "copied session %s (%d events) as %s; read back byte for byte\n", info.ID, len(evs), id)
+	fmt.Fprintf(e.stdout, "copied session %s (%d events) as %s; header and events read back byte for byte\n", info.ID, len(evs), id)
+	return nil
+}
+
+// sameHeader compares the header of a copy with its source's, every member
+// but the id (a copy may take another), byte for byte.
+func sameHeader(name string, src, dst store.Info) error {
+	line := func(i store.Info) ([]byte, error) {
+		h := jsonl.Header{}
+		if i.Header != nil {
+			h = *i.Header
+		}
+		h.ID, h.CreatedAt = "-", i.CreatedAt
+		return jsonl.MarshalHeader(h)
+	}
+	a, err := line(src)
+	if err != nil {
+		return fmt.Errorf("%s: the source's header: %w", name, err)
+	}
+	b, err := line(dst)
+	if err != nil {
+		return fmt.Errorf("%s: the copy's header: %w", name, err)
+	}
+	if !bytes.Equal(a, b) {
+		return fmt.Errorf("%s: the copy's header differs from the source's:\n source %s\n copy   %s", name, a, b)
+	}
 	return nil
 }

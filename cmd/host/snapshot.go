@@ -22,7 +22,7 @@ func snapshotCmd(e *env, args []string) error {
 	if len(pos) != 2 {
 		return usagef("usage: host snapshot [--check] SESSION DIR")
 	}
-	ld, err := loadLog(pos[0])
+	ld, err := loadLog(pos[0], "")
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/host/store/storetest"
 	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 // mapStore is a custom session store: each session is a list of encoded
@@ -21,11 +22,12 @@ type mapStore struct {
 	mu       sync.Mutex
 	sessions map[string][][]byte
 	created  map[string]int64
+	headers  map[string]*jsonl.Header
 	held     map[string]bool
 }
 
 func newMapStore() *mapStore {
-	return &mapStore{sessions: map[string][][]byte{}, created: map[string]int64{}, held: map[string]bool{}}
+	return &mapStore{sessions: map[string][][]byte{}, created: map[string]int64{}, headers: map[string]*jsonl.Header{}, held: map[string]bool{}}
 }
 
 func (m *mapStore) Open(ctx context.Context, id string, opt store.OpenOptions, load func(surface.Event) error) (store.Writer, error) {
@@ -44,6 +46,11 @@ func (m *mapStore) Open(ctx context.Context, id string, opt store.OpenOptions, l
 	}
 	if !ok {
 		m.created[id] = opt.CreatedAt
+		if opt.Header != nil {
+			h := *opt.Header
+			h.ID, h.CreatedAt = id, opt.CreatedAt
+			m.headers[id] = &h
+		}
 	}
 	m.held[id], m.sessions[id] = true, evs
 	m.mu.Unlock()
@@ -58,6 +65,7 @@ func (m *mapStore) Open(ctx context.Context, id string, opt store.OpenOptions, l
 func (m *mapStore) Load(ctx context.Context, id string, fn func(surface.Event) error) (store.Info, error) {
 	m.mu.Lock()
 	evs, ok := m.sessions[id]
+	info := store.Info{ID: id, CreatedAt: m.created[id], Events: int64(len(evs)), Header: m.headers[id]}
 	m.mu.Unlock()
 	if !ok {
 		return store.Info{}, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
@@ -74,7 +82,7 @@ func (m *mapStore) Load(ctx context.Context, id string, fn func(surface.Event) e
 			return store.Info{}, err
 		}
 	}
-	return store.Info{ID: id, CreatedAt: m.created[id], Events: int64(len(evs))}, nil
+	return info, nil
 }
 
 func (m *mapStore) List(context.Context) ([]store.Info, error) {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 // Store keeps sessions. Its methods are safe for concurrent use.
@@ -54,6 +55,11 @@ type OpenOptions struct {
 	// CreatedAt is the creation time (epoch milliseconds) of a session
 	// Open creates; 0 means now.
 	CreatedAt int64
+	// Header is the header a session Open creates is kept with (its cwd,
+	// parentSession, isSeeded, origin, delegationDepth, agentPreset and
+	// unknown members; its ID and CreatedAt are the session's own). nil:
+	// none beyond the id and creation time.
+	Header *jsonl.Header
 }
 
 // Writer is the single writer of one session, holding its lease until
@@ -84,6 +90,10 @@ type Info struct {
 	// UpdatedAt is the time of the last append, epoch milliseconds; 0 when
 	// the store does not record it.
 	UpdatedAt int64
+	// Header is the session's header, as created (OpenOptions.Header),
+	// with ID and CreatedAt those of the session; set by Load, nil where
+	// the session was created without one.
+	Header *jsonl.Header
 }
 
 // Deleter is implemented by stores that can delete sessions.
@@ -91,6 +101,29 @@ type Deleter interface {
 	// Delete removes session id and its events. A session whose lease is
 	// held is refused with an error matching ErrLocked.
 	Delete(ctx context.Context, id string) error
+}
+
+// Lease is a session's writer lease as the database last committed it.
+type Lease struct {
+	// Holder names the last writer to take the lease (host/pid/random);
+	// it stays after the writer closes.
+	Holder string
+	// Epoch is that writer's fencing token.
+	Epoch int64
+	// Left is how long the lease has to run by the database's clock; 0
+	// when it is free (closed, lapsed or released).
+	Left time.Duration
+}
+
+// Leaser is implemented by stores whose writer leases can lapse: the SQL
+// stores.
+type Leaser interface {
+	// Lease returns session id's lease.
+	Lease(ctx context.Context, id string) (Lease, error)
+	// Lapse ends session id's lease as if it had timed out, so another
+	// writer may open the session at once: for an operator who knows the
+	// holder is gone. A holder still alive is fenced at its next append.
+	Lapse(ctx context.Context, id string) error
 }
 
 // Expirer is implemented by stores that can expire old sessions.

@@ -121,7 +121,12 @@ func (s *Store) open(path, id string, opt store.OpenOptions, load func(surface.E
 	if created == 0 {
 		created = time.Now().UnixMilli()
 	}
-	js, err = jsonl.Create(path, jsonl.Header{ID: id, CreatedAt: created}, s.opts...)
+	h := jsonl.Header{}
+	if opt.Header != nil {
+		h = *opt.Header
+	}
+	h.ID, h.CreatedAt = id, created
+	js, err = jsonl.Create(path, h, s.opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +149,7 @@ func (s *Store) Load(ctx context.Context, id string, fn func(surface.Event) erro
 	if err != nil {
 		return store.Info{}, err
 	}
-	info := store.Info{ID: ld.Header.ID, CreatedAt: ld.Header.CreatedAt, Events: ld.Events}
+	info := store.Info{ID: ld.Header.ID, CreatedAt: ld.Header.CreatedAt, Events: ld.Events, Header: &ld.Header}
 	if st, err := os.Stat(path); err == nil {
 		info.UpdatedAt = st.ModTime().UnixMilli()
 	}

@@ -22,6 +22,7 @@ import (
 type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*session
+	epoch    int64 // the last epoch given: every lease of the store gets a new one
 	closed   bool
 }
 
@@ -62,6 +63,11 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 			created = time.Now().UnixMilli()
 		}
 		ss = &session{info: store.Info{ID: id, CreatedAt: created}}
+		if opt.Header != nil {
+			h := *opt.Header
+			h.ID, h.CreatedAt = id, created
+			ss.info.Header = &h
+		}
 		s.sessions[id] = ss
 	}
 	if ss.held {
@@ -69,7 +75,8 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 		return nil, fmt.Errorf("session %s: another writer holds its lease (epoch %d): %w", id, ss.epoch, store.ErrLocked)
 	}
 	ss.held = true
-	ss.epoch++
+	s.epoch++
+	ss.epoch = s.epoch
 	w := &writer{s: s, ss: ss, epoch: ss.epoch}
 	events := ss.events[:len(ss.events):len(ss.events)]
 	s.mu.Unlock()
@@ -180,6 +187,8 @@ func (w *writer) Append(ctx context.Context, batch []surface.Event) error {
 	switch {
 	case w.closed:
 		return fmt.Errorf("session %s: writer: %w", id, store.ErrClosed)
+	case w.s.sessions[id] != w.ss:
+		return fmt.Errorf("session %s was deleted while this writer held it: %w", id, store.ErrFenced)
 	case w.ss.epoch != w.epoch:
 		return fmt.Errorf("session %s: append refused: this writer's lease (epoch %d) was taken over by epoch %d: %w", id, w.epoch, w.ss.epoch, store.ErrFenced)
 	}

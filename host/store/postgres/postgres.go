@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,6 +70,11 @@ func PasswordValue(password string) Option {
 	return func(o *options) { o.passwordEnv, o.password = "", password }
 }
 
+// Wait bounds how long an operation waits for a session's row while
+// another transaction holds it (lock_timeout; default 2 s) before it fails
+// with store.ErrLocked naming the session's writer.
+func Wait(d time.Duration) Option { return func(o *options) { o.cfg.Wait = d } }
+
 // NoSync sets synchronous_commit=off: appends are acknowledged before they
 // are durable. Only for benchmarks.
 func NoSync() Option { return func(o *options) { o.noSync = true } }
@@ -84,11 +90,23 @@ var dialect = sqlstore.Dialect{
 	// estimates a few hundred rows and sorts 100k on disk; the primary
 	// key already yields them in seq order.
 	LoadSetup: "SET LOCAL enable_sort = off",
+	EpochSource: `CREATE SEQUENCE weir_epoch;
+SELECT setval('weir_epoch', COALESCE((SELECT MAX(epoch) FROM sessions), 0) + 1, false)`,
+	NextEpoch: `SELECT nextval('weir_epoch')`,
 	Unique: func(err error) bool {
 		var e *pgconn.PgError
 		return errors.As(err, &e) && e.Code == "23505"
 	},
+	Lock: "the session's row",
+	Busy: func(err error) bool {
+		var e *pgconn.PgError
+		return errors.As(err, &e) && e.Code == "55P03" // lock_not_available: lock_timeout
+	},
 }
+
+// StatementTimeout bounds every statement the store runs (PostgreSQL's
+// statement_timeout), the longest a load of a whole session may take.
+const StatementTimeout = 5 * time.Minute
 
 // ErrPasswordInURL is the error of a URL that carries a password.
 var ErrPasswordInURL = errors.New("the PostgreSQL URL must not carry a password: give it apart")
@@ -145,6 +163,24 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		sync = "off"
 	}
 	cc.RuntimeParams["synchronous_commit"] = sync
+	// Bounded waits (docs/stores.md): a lock is waited for at most Wait;
+	// a transaction left idle (its host frozen or cut off mid-append) is
+	// ended by the server after the lease, so it cannot hold a session's
+	// row past the lease it was renewing; a statement runs at most
+	// StatementTimeout. A URL that sets one of them keeps its own value.
+	o.cfg = o.cfg.WithDefaults()
+	if o.cfg.Wait <= 0 {
+		o.cfg.Wait = 2 * time.Second
+	}
+	for k, v := range map[string]time.Duration{
+		"lock_timeout":                        o.cfg.Wait,
+		"idle_in_transaction_session_timeout": o.cfg.Lease,
+		"statement_timeout":                   StatementTimeout,
+	} {
+		if _, set := cc.RuntimeParams[k]; !set {
+			cc.RuntimeParams[k] = strconv.FormatInt(v.Milliseconds(), 10)
+		}
+	}
 	cc.RuntimeParams["application_name"] = "weir"
 	db := stdlib.OpenDB(*cc)
 	db.SetMaxOpenConns(8)

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -46,6 +47,12 @@ func Lease(lease, renew time.Duration) Option {
 	return func(o *options) { o.cfg.Lease, o.cfg.Renew = lease, renew }
 }
 
+// Wait bounds how long a write waits for the database's write lock while
+// another transaction, of any process, holds it (busy_timeout; default
+// 1 min: the queue of writers of many processes starting at once on a
+// loaded machine) before it fails with store.ErrLocked naming the session's writer.
+func Wait(d time.Duration) Option { return func(o *options) { o.cfg.Wait = d } }
+
 // NoSync sets synchronous=OFF: appends are acknowledged before they are
 // durable. Only for tests and benchmarks.
 func NoSync() Option { return func(o *options) { o.noSync = true } }
@@ -54,9 +61,16 @@ var dialect = sqlstore.Dialect{
 	Name: "sqlite",
 	Now:  "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
 	Blob: "BLOB",
+	EpochSource: `CREATE TABLE weir_epoch (last BIGINT NOT NULL);
+INSERT INTO weir_epoch (last) SELECT COALESCE(MAX(epoch), 0) FROM sessions`,
+	NextEpoch: `UPDATE weir_epoch SET last = last + 1 RETURNING last`,
 	Unique: func(err error) bool {
 		var e *sqlite3.Error
 		return errors.As(err, &e) && e.Code() == sqlite3.CONSTRAINT
+	},
+	Lock: "the database's write lock",
+	Busy: func(err error) bool {
+		return errors.Is(err, sqlite3.BUSY) || errors.Is(err, sqlite3.LOCKED)
 	},
 }
 
@@ -72,11 +86,18 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if o.noSync {
 		sync = "off"
 	}
+	if o.cfg.Wait <= 0 {
+		o.cfg.Wait = time.Minute
+	}
 	// Write transactions begin IMMEDIATE (the driver's default), so two
 	// writers never deadlock upgrading a read lock; busy_timeout makes a
-	// writer wait for another's commit instead of failing.
+	// writer wait for another's commit instead of failing. It comes
+	// first: the pragmas run in order on every new connection, and
+	// journal_mode(wal) on a new file takes a lock another process
+	// starting at the same moment may hold.
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_txlock=immediate" +
-		"&_pragma=journal_mode(wal)&_pragma=synchronous(" + sync + ")&_pragma=busy_timeout(10000)&_pragma=foreign_keys(on)"
+		"&_pragma=busy_timeout(" + strconv.FormatInt(o.cfg.Wait.Milliseconds(), 10) + ")" +
+		"&_pragma=journal_mode(wal)&_pragma=synchronous(" + sync + ")&_pragma=foreign_keys(on)"
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)

@@ -1,19 +1,31 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/host/store/sqlite"
 	"github.com/weirhost/weir/host/store/storetest"
+	"github.com/weirhost/weir/surface"
 )
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv(procEnv); path != "" {
+		if err := procChild(path, os.Getenv(procIDEnv)); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	storetest.Main(func(path string) (store.Store, error) { return sqlite.Open(context.Background(), path) })
 	os.Exit(m.Run())
 }
@@ -32,6 +44,22 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, st.(*sqlite.Store).Lapse(context.Background(), id))
 		},
 		Spec: func(t testing.TB, st store.Store) string { return st.(*sqlite.Store).Where() },
+		Short: func(t testing.TB, st store.Store, lease, wait time.Duration) store.Store {
+			path := filepath.Join(t.TempDir(), "sessions.db")
+			if st != nil {
+				path = st.(*sqlite.Store).Where()
+			}
+			s, err := sqlite.Open(context.Background(), path, sqlite.Lease(lease, -1), sqlite.Wait(wait))
+			require.NoError(t, err)
+			return s
+		},
+		Freeze: func(t testing.TB, st store.Store, id string) func() {
+			tx, err := st.(*sqlite.Store).DB().BeginTx(context.Background(), nil)
+			require.NoError(t, err)
+			_, err = tx.Exec(`UPDATE sessions SET updated_at = updated_at WHERE id = ?`, id)
+			require.NoError(t, err)
+			return func() { tx.Rollback() }
+		},
 	})
 }
 
@@ -45,4 +73,81 @@ func BenchmarkStore(b *testing.B) {
 		require.NoError(b, err)
 		return st
 	})
+}
+
+const (
+	procEnv   = "WEIR_SQLITE_PROC_DB"
+	procIDEnv = "WEIR_SQLITE_PROC_ID"
+)
+
+// procChild is one of the processes of TestManyProcesses: it opens the
+// store, creates its own session, appends three batches, lists and loads
+// the store as a reader would, and closes.
+func procChild(path, id string) error {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w, err := st.Open(ctx, id, store.OpenOptions{Create: true}, nil)
+	if err != nil {
+		return err
+	}
+	evs := storetest.Synthetic(nopTB{}, 6)
+	for i := 0; i < len(evs); i += 2 {
+		if err := w.Append(ctx, evs[i:i+2]); err != nil {
+			return err
+		}
+	}
+	if _, err := st.List(ctx); err != nil {
+		return err
+	}
+	if _, err := st.Load(ctx, id, func(surface.Event) error { return nil }); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+type nopTB struct{ testing.TB }
+
+func (nopTB) Helper()               {}
+func (nopTB) Errorf(string, ...any) {}
+func (nopTB) FailNow()              { panic("fixtures do not decode") }
+
+// TestManyProcesses starts 50 processes (procs) at once on one SQLite file, first
+// a new file (the first pragmas race), then the same file again (the
+// migration check and the writes race): every process succeeds and every
+// session holds its six events.
+func TestManyProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "many.db")
+	for round := range 2 {
+		cmds := make([]*exec.Cmd, procs)
+		outs := make([]*bytes.Buffer, procs)
+		for i := range cmds {
+			cmds[i] = exec.Command(os.Args[0], "-test.run=^$")
+			cmds[i].Env = append(os.Environ(), procEnv+"="+path, fmt.Sprintf("%s=p%d-%d", procIDEnv, round, i))
+			outs[i] = &bytes.Buffer{}
+			cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+		}
+		for _, c := range cmds {
+			require.NoError(t, c.Start())
+		}
+		failed := 0
+		for i, c := range cmds {
+			if err := c.Wait(); err != nil {
+				failed++
+				t.Errorf("round %d: process %d: %v: %s", round, i, err, outs[i])
+			}
+		}
+		require.Zero(t, failed, "round %d: processes failed", round)
+	}
+	st := open(t, path)
+	defer st.Close()
+	list, err := st.List(context.Background())
+	require.NoError(t, err)
+	require.Len(t, list, 2*procs)
+	for _, i := range list {
+		require.EqualValues(t, 6, i.Events, "session %s", i.ID)
+	}
 }

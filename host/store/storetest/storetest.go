@@ -25,11 +25,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 // Harness tells the suite how to make and handle stores of one kind.
@@ -48,6 +50,22 @@ type Harness struct {
 	// the function given to Main; nil skips the crash trials (a store
 	// that does not outlive its process).
 	Spec func(t testing.TB, st store.Store) string
+	// Short returns a store whose leases last lease, never renewed (its
+	// writers' hosts are stopped), and whose lock waits are bounded by
+	// wait: a fresh one when st is nil, else a second
+	// handle on st's database. nil skips the FrozenWriter test.
+	Short func(t testing.TB, st store.Store, lease, wait time.Duration) store.Store
+	// Freeze begins a transaction on st's database, from st's own
+	// connections, that runs the first statement of an append to session
+	// id and then stops, as a writer frozen or cut off inside its append
+	// transaction; thaw rolls it back (if the database has not ended it).
+	Freeze func(t testing.TB, st store.Store, id string) (thaw func())
+	// EndsFrozen says the database itself ends a transaction left idle
+	// past the lease (PostgreSQL's idle_in_transaction_session_timeout),
+	// so a takeover needs nothing of the frozen writer. Without it the
+	// lock lasts until the frozen writer's process ends (SQLite), and the
+	// suite checks only that every wait is bounded and names the writer.
+	EndsFrozen bool
 	// PartialReads says a reader beside a writer may see part of a batch
 	// in flight (whole events, but not the whole batch): the file store,
 	// whose reader reads the file while a write extends it.
@@ -158,9 +176,12 @@ func requireLines(t testing.TB, want, got [][]byte, msg string) {
 func Run(t *testing.T, h Harness) {
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, h) })
 	t.Run("NotFound", func(t *testing.T) { testNotFound(t, h) })
+	t.Run("Header", func(t *testing.T) { testHeader(t, h) })
 	t.Run("BatchAtomicity", func(t *testing.T) { testAtomicity(t, h) })
 	t.Run("SingleWriter", func(t *testing.T) { testSingleWriter(t, h) })
 	t.Run("FencedAfterTakeover", func(t *testing.T) { testFenced(t, h) })
+	t.Run("FrozenWriter", func(t *testing.T) { testFrozen(t, h) })
+	t.Run("EpochsNeverRepeat", func(t *testing.T) { testEpochs(t, h) })
 	t.Run("ReaderDuringWrites", func(t *testing.T) { testReader(t, h) })
 	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, h) })
 	t.Run("List", func(t *testing.T) { testList(t, h) })
@@ -198,6 +219,38 @@ func testRoundTrip(t *testing.T, h Harness) {
 		require.NoError(t, w.Close())
 		_, got = collect(t, again(t, h, st), f.Name)
 		requireLines(t, f.Lines, got, f.Name+": Load through a second handle")
+	}
+}
+
+// testHeader: a session created with a header loads with every member of
+// it, unknown ones included; its ID and CreatedAt are the session's.
+func testHeader(t *testing.T, h Harness) {
+	st := newStore(t, h)
+	ctx := context.Background()
+	hd := jsonl.Header{ID: "ignored", CreatedAt: 1, Cwd: "/srv/work", ParentSession: "parent-1", IsSeeded: true, Origin: "subagent",
+		DelegationDepth: 2, AgentPreset: jsontext.Value(`{"name":"reviewer","tools":["read"]}`), Extra: jsontext.Value(`{"title":"t","x":[1,{"y":null}]}`)}
+	w, err := st.Open(ctx, "hd", store.OpenOptions{Create: true, CreatedAt: 1_750_000_000_000, Header: &hd}, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Append(ctx, Synthetic(t, 2)))
+	require.NoError(t, w.Close())
+	info, _ := collect(t, again(t, h, st), "hd")
+	require.NotNil(t, info.Header, "the store keeps the header")
+	want := hd
+	want.ID, want.CreatedAt = "hd", 1_750_000_000_000
+	wantLine, err := jsonl.MarshalHeader(want)
+	require.NoError(t, err)
+	gotLine, err := jsonl.MarshalHeader(*info.Header)
+	require.NoError(t, err)
+	require.Equal(t, string(wantLine), string(gotLine), "the header, byte for byte")
+
+	w, err = st.Open(ctx, "plain", store.OpenOptions{Create: true}, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Append(ctx, Synthetic(t, 1)))
+	require.NoError(t, w.Close())
+	info, _ = collect(t, st, "plain")
+	if info.Header != nil {
+		require.False(t, info.Header.IsSeeded)
+		require.Empty(t, info.Header.Cwd)
 	}
 }
 
@@ -322,10 +375,31 @@ func testFenced(t *testing.T, h Harness) {
 	require.NoError(t, w1.Append(ctx, evs[:3]))
 	_, err := st2.Open(ctx, "fence", store.OpenOptions{}, func(surface.Event) error { return nil })
 	require.ErrorIs(t, err, store.ErrLocked)
+	var before store.Lease
+	if l, ok := st.(store.Leaser); ok {
+		var err error
+		before, err = l.Lease(ctx, "fence")
+		require.NoError(t, err)
+		require.NotEmpty(t, before.Holder, "the lease names its writer")
+		require.Positive(t, before.Left, "the writer's lease is running")
+	}
 	h.Lapse(t, st, "fence")
+	if l, ok := st.(store.Leaser); ok {
+		lapsed, err := l.Lease(ctx, "fence")
+		require.NoError(t, err)
+		require.Zero(t, lapsed.Left, "a lapsed lease has nothing left")
+		require.Equal(t, before.Holder, lapsed.Holder, "and still names its last writer")
+		require.ErrorIs(t, l.Lapse(ctx, "no-such-session"), store.ErrNotFound)
+	}
 	w2, got := open(t, st2, "fence", false)
 	defer w2.Close()
 	require.Len(t, got, 3)
+	if l, ok := st.(store.Leaser); ok {
+		after, err := l.Lease(ctx, "fence")
+		require.NoError(t, err)
+		require.NotEqual(t, before.Epoch, after.Epoch, "the takeover has a new epoch")
+		require.Positive(t, after.Left)
+	}
 	require.NoError(t, w2.Append(ctx, evs[3:5]))
 	err = w1.Append(ctx, evs[3:5])
 	require.ErrorIs(t, err, store.ErrFenced, "the stale writer's append is refused")
@@ -340,6 +414,106 @@ func testFenced(t *testing.T, h Harness) {
 	require.NoError(t, w1.Close(), "closing a fenced writer releases nothing of the new one")
 	_, err = st.Open(ctx, "fence", store.OpenOptions{}, func(surface.Event) error { return nil })
 	require.ErrorIs(t, err, store.ErrLocked, "the new writer still holds the lease")
+}
+
+// testFrozen: a writer frozen inside its append transaction holds the
+// session's row (the whole database, in SQLite). Every open beside it
+// returns within the store's bounded wait, with ErrLocked naming the
+// writer; a reader loads the committed events meanwhile; and where the
+// database ends an idle transaction, a takeover succeeds within the lease
+// plus a margin and the frozen writer is refused afterwards.
+func testFrozen(t *testing.T, h Harness) {
+	if h.Short == nil || h.Freeze == nil {
+		t.Skip("this store has no transaction to freeze")
+	}
+	const lease, wait, margin = 3 * time.Second, 500 * time.Millisecond, 2 * time.Second
+	a := h.Short(t, nil, lease, wait)
+	t.Cleanup(func() { a.Close() })
+	b := h.Short(t, a, lease, wait)
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	evs := Synthetic(t, 6)
+	w1, _ := open(t, a, "frozen", true)
+	defer w1.Close()
+	require.NoError(t, w1.Append(ctx, evs[:3]))
+	thaw := h.Freeze(t, a, "frozen")
+	defer thaw()
+	frozen := time.Now()
+
+	_, got := collect(t, b, "frozen")
+	require.Len(t, got, 3, "a reader beside the frozen writer loads the committed events")
+	c := h.Short(t, a, lease, wait)
+	_, got = collect(t, c, "frozen")
+	require.Len(t, got, 3, "a store opened beside the frozen writer (its migration check takes no lock) loads the committed events")
+	require.NoError(t, c.Close())
+	var w2 store.Writer
+	for attempt := 0; w2 == nil; attempt++ {
+		start := time.Now()
+		w, err := b.Open(ctx, "frozen", store.OpenOptions{}, func(surface.Event) error { return nil })
+		took := time.Since(start)
+		require.LessOrEqual(t, took, wait+margin, "attempt %d: an open beside a frozen writer returns within the bounded wait", attempt)
+		if err == nil {
+			w2 = w
+			break
+		}
+		t.Logf("attempt %d: %v", attempt, err)
+		require.ErrorIs(t, err, store.ErrLocked, "attempt %d", attempt)
+		require.Contains(t, err.Error(), "writer ", "attempt %d: the error names the writer", attempt)
+		require.NotContains(t, err.Error(), "writer  ", "attempt %d: the error names the writer", attempt)
+		if !h.EndsFrozen && attempt == 2 {
+			thaw() // the frozen writer's process ended
+			h.Lapse(t, a, "frozen")
+		}
+		require.LessOrEqual(t, time.Since(frozen), lease+wait+margin, "the takeover waits no longer than the lease plus a margin")
+	}
+	defer w2.Close()
+	require.NoError(t, w2.Append(ctx, evs[3:6]))
+	require.Error(t, w1.Append(ctx, evs[3:4]), "the frozen writer, thawed, stores nothing")
+	_, got = collect(t, b, "frozen")
+	want := make([][]byte, len(evs))
+	for i := range evs {
+		want[i] = encode(evs[i])
+	}
+	requireLines(t, want, got, "after the takeover")
+}
+
+// testEpochs: a writer paused across its session's deletion and
+// re-creation under the same id, with as many events as it expects, is
+// refused: the new session's epoch is not the old writer's.
+func testEpochs(t *testing.T, h Harness) {
+	if h.Lapse == nil {
+		t.Skip("this store's lease cannot lapse while its holder lives")
+	}
+	st := newStore(t, h)
+	d, ok := st.(store.Deleter)
+	if !ok {
+		t.Skip("this store cannot delete a session")
+	}
+	st2 := again(t, h, st)
+	ctx := context.Background()
+	evs := Synthetic(t, 6)
+	want := make([][]byte, 0, 6)
+	for i := range evs[:3] {
+		want = append(want, encode(evs[i]))
+	}
+	for round := range 3 {
+		w1, _ := open(t, st, "again", true)
+		require.NoError(t, w1.Append(ctx, evs[:3]))
+		h.Lapse(t, st, "again")
+		require.NoError(t, d.Delete(ctx, "again"))
+		w2, got := open(t, st2, "again", true)
+		require.Empty(t, got, "round %d: the re-created session starts empty", round)
+		require.NoError(t, w2.Append(ctx, evs[:3]))
+		err := w1.Append(ctx, evs[3:4])
+		require.ErrorIs(t, err, store.ErrFenced, "round %d: the writer paused across the re-creation is refused", round)
+		require.NoError(t, w2.Append(ctx, evs[3:6]))
+		_, got = collect(t, st, "again")
+		requireLines(t, append(want[:3:3], encode(evs[3]), encode(evs[4]), encode(evs[5])), got, "after the re-creation")
+		require.NoError(t, w1.Close())
+		require.NoError(t, w2.Close())
+		h.Lapse(t, st, "again")
+		require.NoError(t, d.Delete(ctx, "again"))
+	}
 }
 
 // testReader loads a session over and over while a writer appends batches
@@ -631,7 +805,9 @@ func testCrash(t *testing.T, h Harness) {
 		if h.Lapse != nil {
 			h.Lapse(t, st, "crash") // the dead child's lease times out
 		}
-		w, got := open(t, st, "crash", false)
+		// Create: a child killed before its first append may have left no
+		// session (the file store publishes a session with its first batch).
+		w, got := open(t, st, "crash", stored == 0)
 		n := int64(len(got))
 		require.GreaterOrEqual(t, n-1, acked, "trial %d: every acknowledged event survives", trial)
 		if n-1 > acked {

@@ -12,9 +12,15 @@
 // the exact bytes of the event's canonical encoding (surface.AppendEvent);
 // type and time are copies for people querying the table.
 //
-// Fencing: every Open that takes a session's lease increments its epoch in
-// the same transaction that checks the lease is free (lease_until not in
-// the database's future). Each append is one transaction whose first
+// Schema version 2 adds the epoch counter (a sequence in PostgreSQL, a
+// one-row table in SQLite); version 3 the header column, the session's
+// header line (surface/jsonl) as created, NULL when it had none.
+//
+// Fencing: every Open that takes a session's lease sets its epoch to the
+// next value of the database-wide epoch counter, in the same transaction
+// that checks the lease is free (lease_until not in the database's
+// future). Epochs never repeat, for any session id, across expiry,
+// deletion and re-creation. Each append is one transaction whose first
 // statement is
 //
 //	UPDATE sessions SET next_seq = next_seq + n, ...
@@ -42,6 +48,7 @@ import (
 	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/host/store/internal/pardec"
 	"github.com/weirhost/weir/surface"
+	"github.com/weirhost/weir/surface/jsonl"
 )
 
 // Dialect is what differs between databases.
@@ -67,6 +74,18 @@ type Dialect struct {
 	LoadSetup string
 	// Unique reports whether err is a unique-key violation.
 	Unique func(error) bool
+	// Busy reports whether err is the database giving up a bounded wait
+	// for a lock (PostgreSQL's lock_timeout, SQLite's busy timeout).
+	Busy func(error) bool
+	// Lock names what a writer waits for, in errors ("the session's
+	// row", "the database's write lock").
+	Lock string
+	// EpochSource is migration 2's statements: the database-wide counter
+	// every new epoch is drawn from, started above every epoch stored.
+	EpochSource string
+	// NextEpoch is the query, run inside the transaction that takes a
+	// lease, that returns the next value of that counter.
+	NextEpoch string
 }
 
 // Config configures a Store.
@@ -77,8 +96,25 @@ type Config struct {
 	// Renew is how often an idle writer renews its lease (default a third
 	// of Lease; negative: never, for tests that simulate a paused host).
 	Renew time.Duration
+	// Wait bounds how long an operation waits for a lock another
+	// transaction holds before it fails with store.ErrLocked (the
+	// database enforces it: lock_timeout, busy_timeout). Set by the
+	// store's package.
+	Wait time.Duration
 	// Where names the database in errors, without secrets.
 	Where string
+}
+
+// WithDefaults returns c with the defaults filled in: a lease of 30 s,
+// renewed every third of it.
+func (c Config) WithDefaults() Config {
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Renew == 0 {
+		c.Renew = c.Lease / 3
+	}
+	return c
 }
 
 // Store is a session store over db.
@@ -91,12 +127,7 @@ type Store struct {
 
 // New returns the store over db after applying the migrations it lacks.
 func New(ctx context.Context, db *sql.DB, d Dialect, cfg Config) (*Store, error) {
-	if cfg.Lease <= 0 {
-		cfg.Lease = 30 * time.Second
-	}
-	if cfg.Renew == 0 {
-		cfg.Renew = cfg.Lease / 3
-	}
+	cfg = cfg.WithDefaults()
 	host, _ := os.Hostname()
 	var b [4]byte
 	rand.Read(b[:])
@@ -157,10 +188,27 @@ CREATE TABLE events (
 	PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX sessions_updated_at ON sessions (updated_at)`,
+		2: s.d.EpochSource,
+		3: `ALTER TABLE sessions ADD COLUMN header ` + s.d.Blob,
 	}
 }
 
+// migrate applies the migrations the database lacks. It reads the
+// schema's version first, outside any write transaction, so a store
+// opened on an up-to-date database (a reader beside a writer holding its
+// transaction, or the fiftieth process starting at once) takes no lock.
 func (s *Store) migrate(ctx context.Context) error {
+	ms := s.migrations()
+	var have int
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM weir_schema`).Scan(&have)
+	switch {
+	case err == nil && have > len(ms)-1:
+		return fmt.Errorf("%s: schema version %d is newer than this build knows (%d): upgrade weir", s.cfg.Where, have, len(ms)-1)
+	case err == nil && have == len(ms)-1:
+		return nil
+	}
+	// No schema table yet, or an older version: migrate in a write
+	// transaction, which reads the version again.
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.errf(err, "migrate: begin")
@@ -174,12 +222,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS weir_schema (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return s.errf(err, "migrate: schema table")
 	}
-	var have int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM weir_schema`).Scan(&have); err != nil {
 		return s.errf(err, "migrate: read the schema version")
 	}
-	ms := s.migrations()
-	if have >= len(ms) {
+	if have >= len(ms)-1 {
 		if have > len(ms)-1 {
 			return fmt.Errorf("%s: schema version %d is newer than this build knows (%d): upgrade weir", s.cfg.Where, have, len(ms)-1)
 		}
@@ -203,6 +249,40 @@ func (s *Store) errf(err error, format string, args ...any) error {
 		return nil
 	}
 	return fmt.Errorf("%s store %s: %s: %w", s.d.Name, s.cfg.Where, fmt.Sprintf(format, args...), err)
+}
+
+// fail is errf for an operation on session id, except that a lock wait
+// the database gave up (Dialect.Busy) becomes store.ErrLocked naming the
+// session's writer and how long its lease has left, as committed.
+func (s *Store) fail(err error, id string, format string, args ...any) error {
+	if err == nil || s.d.Busy == nil || !s.d.Busy(err) {
+		return s.errf(err, format, args...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Wait+time.Second)
+	defer cancel()
+	var holder string
+	var epoch, until, now int64
+	who := "no writer holds the session's lease"
+	qerr := s.db.QueryRowContext(ctx, s.q(`SELECT holder, epoch, lease_until, NOW() FROM sessions WHERE id = ?`), id).Scan(&holder, &epoch, &until, &now)
+	switch {
+	case qerr != nil && !errors.Is(qerr, sql.ErrNoRows):
+		who = fmt.Sprintf("its writer could not be read (%v)", qerr)
+	case qerr == nil && until > now:
+		who = fmt.Sprintf("the session's writer %s holds its lease (epoch %d) for %s more, until %s",
+			holderName(holder), epoch, time.Duration(until-now)*time.Millisecond, time.UnixMilli(until).UTC().Format(time.RFC3339Nano))
+	case qerr == nil && holder != "":
+		who = fmt.Sprintf("the lease of the session's writer %s (epoch %d) ran out %s ago", holderName(holder), epoch, time.Duration(now-until)*time.Millisecond)
+	}
+	return fmt.Errorf("%s store %s: %s: gave up after waiting %s for %s, which another transaction holds (bounded wait); %s: %w (%v)",
+		s.d.Name, s.cfg.Where, fmt.Sprintf(format, args...), s.cfg.Wait, s.d.Lock, who, store.ErrLocked, err)
+}
+
+// holderName is a holder column as errors show it.
+func holderName(h string) string {
+	if h == "" {
+		return "(unnamed)"
+	}
+	return h
 }
 
 // Open implements store.Store.
@@ -229,12 +309,12 @@ func (s *Store) Open(ctx context.Context, id string, opt store.OpenOptions, load
 func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (*writer, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, s.errf(err, "open session %s", id)
+		return nil, s.fail(err, id, "open session %s", id)
 	}
 	defer tx.Rollback()
 	var now int64
 	if err := tx.QueryRowContext(ctx, s.q(`SELECT NOW()`)).Scan(&now); err != nil {
-		return nil, s.errf(err, "open session %s: read the clock", id)
+		return nil, s.fail(err, id, "open session %s: read the clock", id)
 	}
 	var info store.Info
 	var epoch, until int64
@@ -253,38 +333,65 @@ func (s *Store) acquire(ctx context.Context, id string, opt store.OpenOptions) (
 			info.CreatedAt = now
 		}
 		info.UpdatedAt = now
-		epoch = 1
-		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (id, created_at, updated_at, next_seq, epoch, lease_until, holder) VALUES (?, ?, ?, 0, 1, ?, ?)`),
-			id, info.CreatedAt, now, now+lease, s.holder)
+		if epoch, err = s.nextEpoch(ctx, tx, id); err != nil {
+			return nil, err
+		}
+		var header []byte
+		if opt.Header != nil {
+			h := *opt.Header
+			h.ID, h.CreatedAt = id, info.CreatedAt
+			if header, err = jsonl.MarshalHeader(h); err != nil {
+				return nil, fmt.Errorf("%s store %s: create session %s: %w", s.d.Name, s.cfg.Where, id, err)
+			}
+			info.Header = &h
+		}
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO sessions (id, created_at, updated_at, next_seq, epoch, lease_until, holder, header) VALUES (?, ?, ?, 0, ?, ?, ?, ?)`),
+			id, info.CreatedAt, now, epoch, now+lease, s.holder, header)
 		if err != nil && s.d.Unique(err) {
 			return nil, fmt.Errorf("%s store %s: session %s was created by another writer at the same moment: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
 		}
 		if err != nil {
-			return nil, s.errf(err, "create session %s", id)
+			return nil, s.fail(err, id, "create session %s", id)
 		}
 	case err != nil:
-		return nil, s.errf(err, "open session %s", id)
+		return nil, s.fail(err, id, "open session %s", id)
 	case until > now:
-		return nil, fmt.Errorf("%s store %s: session %s: writer %s holds its lease (epoch %d) for %s more; only one writer per session: %w",
-			s.d.Name, s.cfg.Where, id, holder, epoch, time.Duration(until-now)*time.Millisecond, store.ErrLocked)
+		return nil, fmt.Errorf("%s store %s: session %s: writer %s holds its lease (epoch %d) for %s more, until %s; only one writer per session: %w",
+			s.d.Name, s.cfg.Where, id, holderName(holder), epoch, time.Duration(until-now)*time.Millisecond, time.UnixMilli(until).UTC().Format(time.RFC3339Nano), store.ErrLocked)
 	default:
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET epoch = epoch + 1, lease_until = ?, holder = ? WHERE id = ? AND epoch = ?`),
-			now+lease, s.holder, id, epoch)
+		next, err := s.nextEpoch(ctx, tx, id)
 		if err != nil {
-			return nil, s.errf(err, "take the lease of session %s", id)
+			return nil, err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET epoch = ?, lease_until = ?, holder = ? WHERE id = ? AND epoch = ?`),
+			next, now+lease, s.holder, id, epoch)
+		if err != nil {
+			return nil, s.fail(err, id, "take the lease of session %s", id)
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			return nil, fmt.Errorf("%s store %s: session %s: another writer took its lease first: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
 		}
-		epoch++
+		epoch = next
 	}
 	if err := tx.Commit(); err != nil {
 		if s.d.Unique(err) {
 			return nil, fmt.Errorf("%s store %s: session %s was created by another writer at the same moment: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
 		}
-		return nil, s.errf(err, "open session %s: commit", id)
+		return nil, s.fail(err, id, "open session %s: commit", id)
 	}
 	return &writer{s: s, id: id, info: info, epoch: epoch, next: info.Events}, nil
+}
+
+// nextEpoch draws a fencing token from the database-wide counter: no two
+// leases, of any session, ever share an epoch, so a writer paused across
+// its session's expiry or deletion and re-creation under the same id is
+// still refused.
+func (s *Store) nextEpoch(ctx context.Context, tx *sql.Tx, id string) (int64, error) {
+	var e int64
+	if err := tx.QueryRowContext(ctx, s.d.NextEpoch).Scan(&e); err != nil {
+		return 0, s.fail(err, id, "open session %s: draw an epoch", id)
+	}
+	return e, nil
 }
 
 // stream hands the events of session id with seq below next to fn. The
@@ -350,13 +457,21 @@ func (s *Store) stream(ctx context.Context, id string, next int64, fn func(surfa
 // together, so a reader sees whole batches.
 func (s *Store) Load(ctx context.Context, id string, fn func(surface.Event) error) (store.Info, error) {
 	info := store.Info{ID: id}
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT created_at, updated_at, next_seq FROM sessions WHERE id = ?`), id).
-		Scan(&info.CreatedAt, &info.UpdatedAt, &info.Events)
+	var header []byte
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT created_at, updated_at, next_seq, header FROM sessions WHERE id = ?`), id).
+		Scan(&info.CreatedAt, &info.UpdatedAt, &info.Events, &header)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Info{}, fmt.Errorf("%s store %s: session %s: %w", s.d.Name, s.cfg.Where, id, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Info{}, s.errf(err, "load session %s", id)
+	}
+	if header != nil {
+		h, err := jsonl.ParseHeader(header)
+		if err != nil {
+			return store.Info{}, fmt.Errorf("%s store %s: session %s: the stored header: %w", s.d.Name, s.cfg.Where, id, err)
+		}
+		info.Header = &h
 	}
 	return info, s.stream(ctx, id, info.Events, fn)
 }
@@ -383,19 +498,21 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 func (s *Store) Delete(ctx context.Context, id string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return s.errf(err, "delete session %s", id)
+		return s.fail(err, id, "delete session %s", id)
 	}
 	defer tx.Rollback()
 	var until, now int64
-	err = tx.QueryRowContext(ctx, s.q(`SELECT lease_until, NOW() FROM sessions WHERE id = ?`+s.d.ForUpdate), id).Scan(&until, &now)
+	var holder string
+	err = tx.QueryRowContext(ctx, s.q(`SELECT lease_until, NOW(), holder FROM sessions WHERE id = ?`+s.d.ForUpdate), id).Scan(&until, &now, &holder)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s store %s: session %s: %w", s.d.Name, s.cfg.Where, id, store.ErrNotFound)
 	}
 	if err != nil {
-		return s.errf(err, "delete session %s", id)
+		return s.fail(err, id, "delete session %s", id)
 	}
 	if until > now {
-		return fmt.Errorf("%s store %s: session %s: a writer holds its lease; it is not deleted: %w", s.d.Name, s.cfg.Where, id, store.ErrLocked)
+		return fmt.Errorf("%s store %s: session %s: writer %s holds its lease for %s more; it is not deleted: %w",
+			s.d.Name, s.cfg.Where, id, holderName(holder), time.Duration(until-now)*time.Millisecond, store.ErrLocked)
 	}
 	if err := s.deleteTx(ctx, tx, id); err != nil {
 		return err
@@ -405,10 +522,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 func (s *Store) deleteTx(ctx context.Context, tx *sql.Tx, id string) error {
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM events WHERE session_id = ?`), id); err != nil {
-		return s.errf(err, "delete session %s", id)
+		return s.fail(err, id, "delete session %s", id)
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE id = ?`), id); err != nil {
-		return s.errf(err, "delete session %s", id)
+		return s.fail(err, id, "delete session %s", id)
 	}
 	return nil
 }
@@ -445,12 +562,51 @@ func (s *Store) Expire(ctx context.Context, before time.Time) ([]string, error) 
 	return ids, s.errf(tx.Commit(), "expire sessions")
 }
 
+// Lease implements store.Leaser.
+func (s *Store) Lease(ctx context.Context, id string) (store.Lease, error) {
+	var l store.Lease
+	var until, now int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT holder, epoch, lease_until, NOW() FROM sessions WHERE id = ?`), id).Scan(&l.Holder, &l.Epoch, &until, &now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("%s store %s: session %s: %w", s.d.Name, s.cfg.Where, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return l, s.errf(err, "read the lease of session %s", id)
+	}
+	if until > now {
+		l.Left = time.Duration(until-now) * time.Millisecond
+	}
+	return l, nil
+}
+
 // Lapse ends the lease of session id as if it had timed out: for tests
 // that simulate a paused host, and for an operator who knows its holder
 // is gone.
 func (s *Store) Lapse(ctx context.Context, id string) error {
-	_, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ?`), id)
-	return s.errf(err, "lapse the lease of session %s", id)
+	n, err := s.write(ctx, s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ?`), id)
+	if err == nil && n == 0 {
+		return fmt.Errorf("%s store %s: session %s: %w", s.d.Name, s.cfg.Where, id, store.ErrNotFound)
+	}
+	return s.fail(err, id, "lapse the lease of session %s", id)
+}
+
+// write runs one statement in a write transaction of its own and returns
+// the rows it changed. Never a bare statement: in SQLite an autocommit
+// write begins as a read and, when another process commits first, fails
+// at once (SQLITE_BUSY_SNAPSHOT) without waiting; a transaction begun
+// IMMEDIATE waits for the write lock within the busy timeout.
+func (s *Store) write(ctx context.Context, query string, args ...any) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return n, tx.Commit()
 }
 
 // Close closes the database.
@@ -502,14 +658,14 @@ func (w *writer) Append(ctx context.Context, batch []surface.Event) error {
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return s.errf(err, "session %s: append", w.id)
+		return s.fail(err, w.id, "session %s: append", w.id)
 	}
 	defer tx.Rollback()
 	n := int64(len(batch))
 	res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET next_seq = next_seq + ?, updated_at = NOW(), lease_until = NOW() + ? WHERE id = ? AND epoch = ? AND next_seq = ?`),
 		n, s.cfg.Lease.Milliseconds(), w.id, w.epoch, w.next)
 	if err != nil {
-		return s.errf(err, "session %s: append seq %d..%d", w.id, batch[0].Seq, batch[n-1].Seq)
+		return s.fail(err, w.id, "session %s: append seq %d..%d", w.id, batch[0].Seq, batch[n-1].Seq)
 	}
 	if k, _ := res.RowsAffected(); k != 1 {
 		return w.refused(ctx, tx, batch)
@@ -556,7 +712,7 @@ func (w *writer) refused(ctx context.Context, tx *sql.Tx, batch []surface.Event)
 		return s.errf(err, "session %s: append refused; reading why", w.id)
 	case epoch != w.epoch:
 		w.fenced = fmt.Errorf("%s store %s: session %s: append of seq %d..%d refused by the database: this writer's lease (epoch %d) lapsed and writer %s took the session over (epoch %d); reopen the session: %w",
-			s.d.Name, s.cfg.Where, w.id, batch[0].Seq, batch[len(batch)-1].Seq, w.epoch, holder, epoch, store.ErrFenced)
+			s.d.Name, s.cfg.Where, w.id, batch[0].Seq, batch[len(batch)-1].Seq, w.epoch, holderName(holder), epoch, store.ErrFenced)
 	default:
 		return fmt.Errorf("%s store %s: session %s: the database holds %d events but this writer expected %d: %w",
 			s.d.Name, s.cfg.Where, w.id, next, w.next, store.ErrNotContinuous)
@@ -580,13 +736,11 @@ func (w *writer) startRenew() {
 			case <-t.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), w.s.cfg.Renew)
-			res, err := w.s.db.ExecContext(ctx, w.s.q(`UPDATE sessions SET lease_until = NOW() + ? WHERE id = ? AND epoch = ?`),
+			n, err := w.s.write(ctx, w.s.q(`UPDATE sessions SET lease_until = NOW() + ? WHERE id = ? AND epoch = ?`),
 				w.s.cfg.Lease.Milliseconds(), w.id, w.epoch)
 			cancel()
-			if err == nil {
-				if n, _ := res.RowsAffected(); n == 0 {
-					return // taken over: the next append says so
-				}
+			if err == nil && n == 0 {
+				return // taken over: the next append says so
 			}
 		}
 	}()
@@ -605,8 +759,8 @@ func (w *writer) Close() error {
 		close(w.stop)
 		<-w.done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), w.s.cfg.Wait+5*time.Second)
 	defer cancel()
-	_, err := w.s.db.ExecContext(ctx, w.s.q(`UPDATE sessions SET lease_until = 0, holder = '' WHERE id = ? AND epoch = ?`), w.id, w.epoch)
-	return w.s.errf(err, "session %s: release the lease", w.id)
+	_, err := w.s.write(ctx, w.s.q(`UPDATE sessions SET lease_until = 0 WHERE id = ? AND epoch = ?`), w.id, w.epoch)
+	return w.s.fail(err, w.id, "session %s: release the lease", w.id)
 }
