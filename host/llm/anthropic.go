@@ -40,9 +40,12 @@ const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 // reasoning with a recorded signature becomes a thinking block (without
 // one it cannot be verified and is left out), text a text block, tool
 // calls tool_use blocks whose input is the call's arguments (an empty or
-// non-object argument string is sent as {}). Empty text is left out;
-// consecutive wire messages of one role are merged into one, so the
-// results of parallel calls share one user message.
+// non-object argument string is sent as {}). Blank text (empty or only
+// whitespace) is left out: the API refuses a text block without
+// non-whitespace text. A tool call without a result and a result that
+// answers no call are left out (see paired). Consecutive wire messages of
+// one role are merged into one, so the results of parallel calls share
+// one user message.
 //
 // Cache breakpoints (cache_control {"type":"ephemeral"}), at most three,
 // on the stable prefix:
@@ -198,8 +201,9 @@ func anthropicMessages(req *Request) ([]wireMessage, error) {
 	var msgs []wireMessage
 	_, _, start := systemHead(req)
 	checkpoint, checkpointBlocks := -1, 0
-	for i := start; i < len(req.Messages); i++ {
-		m := req.Messages[i]
+	all := paired(req.Messages)
+	for i := start; i < len(all); i++ {
+		m := all[i]
 		if m == nil {
 			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
 		}
@@ -284,7 +288,7 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 			b := &m.Content[i]
 			switch b.Type {
 			case surface.BlockText:
-				if b.Text == "" {
+				if blank(b.Text) {
 					continue
 				}
 				add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(b.Text); w.raw(`}`) })
@@ -325,7 +329,7 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 					w.raw(`}`)
 				})
 			case surface.BlockText:
-				if b.Text == "" {
+				if blank(b.Text) {
 					continue
 				}
 				add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(b.Text); w.raw(`}`) })
@@ -348,6 +352,9 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 	}
 	return "", nil, fmt.Errorf("role %q cannot be sent", m.Role)
 }
+
+// blank reports whether text has nothing but whitespace.
+func blank(text string) bool { return strings.TrimSpace(text) == "" }
 
 // argumentsObject returns a tool call's arguments as a compact JSON
 // object: {} when they are empty or not an object.

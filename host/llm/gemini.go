@@ -31,7 +31,9 @@ import (
 // for a failed call, its name found from the call it answers; assistant
 // text → {text}, a tool call → functionCall {name, args} (an empty or
 // non-object argument string is sent as {}) with its recorded
-// thoughtSignature; reasoning is not sent back. Consecutive wire messages
+// thoughtSignature; reasoning is not sent back. A call without a response
+// and a response that answers no call are left out (see paired), so the
+// counts of functionCall and functionResponse parts match. Consecutive wire messages
 // of one role are merged, so the responses to parallel calls share one
 // content, as the API asks.
 //
@@ -46,8 +48,9 @@ func EncodeGemini(req *Request) ([]byte, error) {
 	var msgs []wireMessage
 	system, hasSystem, start := systemHead(req)
 	names := map[string]string{} // tool call id → name
-	for i := start; i < len(req.Messages); i++ {
-		m := req.Messages[i]
+	all := paired(req.Messages)
+	for i := start; i < len(all); i++ {
+		m := all[i]
 		if m == nil {
 			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
 		}
@@ -151,10 +154,7 @@ func geminiParts(m *surface.Message, names map[string]string) (role string, out 
 				if b.ToolCallID == "" {
 					return "", nil, fmt.Errorf("tool-result block %d has no toolCallId", i)
 				}
-				name, ok := names[b.ToolCallID]
-				if !ok {
-					return "", nil, fmt.Errorf("tool-result block %d answers call %q, which no earlier message makes (Gemini needs the function name)", i, b.ToolCallID)
-				}
+				name := names[b.ToolCallID] // paired kept only results of sent calls
 				out0, _ := joinText(b.Content)
 				key := "output"
 				if b.IsError {
