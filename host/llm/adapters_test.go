@@ -200,6 +200,13 @@ func TestGeminiStreams(t *testing.T) {
 			code:    CodeContextOverflow,
 		},
 		{
+			name:    "blocked prompt keeps the reason and the usage",
+			reply:   llmtest.GeminiStream(llmtest.GeminiBlocked("PROHIBITED_CONTENT", llmtest.GeminiUsage(12, 0, 0, 0))),
+			content: []surface.Block{},
+			usage:   &surface.Usage{Input: 12},
+			code:    CodePromptBlocked,
+		},
+		{
 			name:    "stream closes before a finish reason",
 			reply:   llmtest.GeminiStream(llmtest.GeminiParts("", "", llmtest.GeminiTextPart("hal"))),
 			content: []surface.Block{surface.Text("hal")},
@@ -494,4 +501,20 @@ func TestGeminiJSONArrayBody(t *testing.T) {
 	require.Equal(t, &surface.Usage{Input: 7, Output: 2}, res.Usage)
 	require.Equal(t, FinishStop, res.FinishReason)
 	requireReassembles(t, res)
+}
+
+// TestGeminiBlockedPrompt: a blocked prompt is its own error, not
+// retryable, with the provider's reason and message kept.
+func TestGeminiBlockedPrompt(t *testing.T) {
+	c, srv := newAPIClient(t, APIGemini, nil)
+	srv.Push(llmtest.GeminiStream(llmtest.GeminiChunk(
+		`{"promptFeedback":{"blockReason":"SAFETY","blockReasonMessage":"the prompt was refused"},"usageMetadata":{"promptTokenCount":7}}`)))
+	res, err := c.Stream(context.Background(), simpleRequest("p"), nil)
+	require.ErrorIs(t, err, ErrPromptBlocked)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.False(t, e.Retryable())
+	require.Equal(t, "SAFETY: the prompt was refused", e.Detail)
+	require.Equal(t, &surface.Usage{Input: 7}, res.Usage)
+	require.Empty(t, res.FinishReason)
 }

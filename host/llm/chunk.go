@@ -159,7 +159,10 @@ type assembler struct {
 	finish   string
 	finished bool
 	failure  jsontext.Value // error object sent in the stream
-	dec      chunkDecoder
+	// blocked is Gemini's promptFeedback.blockReason (and its message)
+	// of a response that has no candidate: the prompt was refused.
+	blocked, blockedWhy string
+	dec                 chunkDecoder
 	// progress counts the payloads that advanced the reply: new text,
 	// reasoning or tool-call data, a finish reason, usage or an error.
 	progress int

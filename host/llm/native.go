@@ -267,15 +267,21 @@ type geminiChunk struct {
 		} `json:"content"`
 		FinishReason string `json:"finishReason"`
 	} `json:"candidates"`
-	UsageMetadata *geminiUsage   `json:"usageMetadata"`
-	ResponseID    string         `json:"responseId"`
-	Error         jsontext.Value `json:"error"`
+	UsageMetadata  *geminiUsage `json:"usageMetadata"`
+	PromptFeedback *struct {
+		BlockReason        string `json:"blockReason"`
+		BlockReasonMessage string `json:"blockReasonMessage"`
+	} `json:"promptFeedback"`
+	ResponseID string         `json:"responseId"`
+	Error      jsontext.Value `json:"error"`
 }
 
 // gemini folds one GenerateContentResponse chunk of the
 // streamGenerateContent?alt=sse stream: candidate 0's parts (text, thought
 // text, whole functionCalls), its finishReason, and usageMetadata (each
 // chunk's replaces the last). A chunk {"error":{...}} fails the stream.
+// A chunk with promptFeedback.blockReason and no candidate says the
+// prompt was blocked (see CodePromptBlocked); its usage is still read.
 // A functionCall without an id gets "<responseId>-<n>" (or "call_<n>"),
 // n its position among the reply's calls. A JSON array of chunks (the
 // body without alt=sse) is read chunk by chunk.
@@ -299,6 +305,10 @@ func (a *assembler) gemini(p []byte) {
 		a.failure = c.Error
 		a.progress++
 		return
+	}
+	if f := c.PromptFeedback; f != nil && f.BlockReason != "" && f.BlockReason != "BLOCK_REASON_UNSPECIFIED" && len(c.Candidates) == 0 {
+		a.blocked, a.blockedWhy = f.BlockReason, f.BlockReasonMessage
+		a.progress++
 	}
 	for i := range c.Candidates {
 		cand := &c.Candidates[i]

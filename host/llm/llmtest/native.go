@@ -201,6 +201,17 @@ func GeminiError(status int, state, message, retryDelay string) Reply {
 		`,"status":` + quote(state) + details + `}}`)}
 }
 
+// GeminiBlocked is the chunk of a blocked prompt: promptFeedback with
+// blockReason and no candidate, with usage (a usageMetadata object) when
+// not empty.
+func GeminiBlocked(reason, usage string) string {
+	c := `{"promptFeedback":{"blockReason":` + quote(reason) + `}`
+	if usage != "" {
+		c += `,"usageMetadata":` + usage
+	}
+	return GeminiChunk(c + `,"responseId":"resp-llmtest"}`)
+}
+
 // GeminiStreamError is a mid-stream error chunk.
 func GeminiStreamError(code int, state, message string) string {
 	return GeminiChunk(`{"error":{"code":` + strconv.Itoa(code) + `,"message":` + quote(message) + `,"status":` + quote(state) + `}}`)
