@@ -119,6 +119,26 @@ func TestAnthropicStreams(t *testing.T) {
 			finish: FinishToolCalls,
 		},
 		{
+			name: "redacted, empty signed and unknown blocks are kept whole",
+			reply: llmtest.AnthropicStream(
+				llmtest.MessageStart(3, 0, 0),
+				llmtest.RedactedThinkingStart(0, "ZW5jcnlwdGVk"), llmtest.BlockStop(0),
+				llmtest.ThinkingStart(1), llmtest.SignatureDelta(1, "sig-empty"), llmtest.BlockStop(1),
+				llmtest.AnthropicEvent("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"future_block","x": [1, 2]}}`),
+				llmtest.BlockStop(2),
+				llmtest.TextStart(3), llmtest.TextDelta(3, "ok"), llmtest.BlockStop(3),
+				llmtest.MessageDelta("end_turn", 9), llmtest.MessageStop(),
+			),
+			content: []surface.Block{
+				{Type: "redacted_thinking", Unknown: jsontext.Value(`{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}`)},
+				{Type: surface.BlockReasoning, Unknown: jsontext.Value(`{"signature":"sig-empty"}`)},
+				{Type: "future_block", Unknown: jsontext.Value(`{"type":"future_block","x":[1,2]}`)},
+				surface.Text("ok"),
+			},
+			usage:  &surface.Usage{Input: 3, Output: 9},
+			finish: FinishStop,
+		},
+		{
 			name:    "max tokens",
 			reply:   llmtest.AnthropicStream(llmtest.MessageStart(5, 0, 0), llmtest.TextStart(0), llmtest.TextDelta(0, "cut"), llmtest.BlockStop(0), llmtest.MessageDelta("max_tokens", 1), llmtest.MessageStop()),
 			content: []surface.Block{surface.Text("cut")},
@@ -517,4 +537,30 @@ func TestGeminiBlockedPrompt(t *testing.T) {
 	require.Equal(t, "SAFETY: the prompt was refused", e.Detail)
 	require.Equal(t, &surface.Usage{Input: 7}, res.Usage)
 	require.Empty(t, res.FinishReason)
+}
+
+// TestAnthropicBlocksGoBack: the blocks a reply returned go back in the
+// next request of the tool loop unchanged and in their order: redacted
+// thinking, signed thinking with empty text, unknown types, then the call.
+func TestAnthropicBlocksGoBack(t *testing.T) {
+	c, srv := newAPIClient(t, APIAnthropic, nil)
+	srv.Push(llmtest.AnthropicStream(
+		llmtest.MessageStart(3, 0, 0),
+		llmtest.RedactedThinkingStart(0, "ZW5j"), llmtest.BlockStop(0),
+		llmtest.ThinkingStart(1), llmtest.SignatureDelta(1, "sig-1"), llmtest.BlockStop(1),
+		llmtest.AnthropicEvent("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"future_block","x":1}}`),
+		llmtest.BlockStop(2),
+		llmtest.ToolUseStart(3, "toolu_1", "read"), llmtest.InputJSONDelta(3, `{"path":"a"}`), llmtest.BlockStop(3),
+		llmtest.MessageDelta("tool_use", 9), llmtest.MessageStop(),
+	))
+	req := simpleRequest("p")
+	res, err := c.Stream(context.Background(), req, nil)
+	require.NoError(t, err)
+	next := &Request{Config: req.Config, Messages: append(append([]*surface.Message(nil), req.Messages...),
+		msg("a", surface.RoleAssistant, res.Content...), toolResult("r", "toolu_1", "text of a"))}
+	body, err := EncodeAnthropic(next)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `{"role":"assistant","content":[{"type":"redacted_thinking","data":"ZW5j"},`+
+		`{"type":"thinking","thinking":"","signature":"sig-1"},{"type":"future_block","x":1},`+
+		`{"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"a"}}]}`)
 }

@@ -37,8 +37,10 @@ const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 // url as a "url" source, base64 data as a "base64" source); tool results
 // become tool_result blocks {tool_use_id, content, is_error when set},
 // placed before the message's other blocks as the API requires; assistant
-// reasoning with a recorded signature becomes a thinking block (without
-// one it cannot be verified and is left out), text a text block, tool
+// reasoning with a recorded signature becomes a thinking block, also when
+// its text is empty (without a signature it cannot be verified and is left
+// out), a block the decoder kept whole (redacted_thinking, or any type the
+// surface does not map) goes back unchanged, text a text block, tool
 // calls tool_use blocks whose input is the call's arguments (an empty or
 // non-object argument string is sent as {}). Blank text (empty or only
 // whitespace) is left out: the API refuses a text block without
@@ -346,11 +348,33 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 					w.b = append(w.b, argumentsObject(b.Arguments)...)
 					w.raw(`}`)
 				})
+			default:
+				if raw, ok := anthropicRaw(b); ok {
+					add(func(w *writer) { w.b = append(w.b, raw...) })
+				}
 			}
 		}
 		return "assistant", out, err
 	}
 	return "", nil, fmt.Errorf("role %q cannot be sent", m.Role)
+}
+
+// anthropicRaw returns an assistant block the decoder kept whole because
+// its type is not one the surface maps (redacted_thinking, server tool
+// blocks, and types added to the API later): the block as the API sent
+// it, compacted, to go back unchanged. Blocks of the types a user message
+// carries (image, file, document) are not such blocks and are not sent
+// from an assistant message.
+func anthropicRaw(b *surface.Block) ([]byte, bool) {
+	switch b.Type {
+	case "", "image", "file", "document":
+		return nil, false
+	}
+	c, err := jsontext.AppendFormat(nil, b.Unknown)
+	if err != nil || jsontext.Value(c).Kind() != '{' {
+		return nil, false
+	}
+	return c, true
 }
 
 // blank reports whether text has nothing but whitespace.

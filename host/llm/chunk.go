@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/surface"
 )
@@ -141,6 +142,10 @@ type part struct {
 	// signature, Gemini's thoughtSignature), kept in the block's
 	// "signature" member so it can be sent back.
 	sig string
+	// raw is a block of a type the adapter does not map (Anthropic's
+	// redacted_thinking, server tool blocks, ...), kept as the API sent it
+	// so it can go back unchanged; kind is then 0.
+	raw jsontext.Value
 }
 
 // assembler folds chunks into output blocks. The client, the scripted
@@ -334,6 +339,11 @@ func (a *assembler) result(done bool) *Result {
 			r.Content = append(r.Content, surface.Text(p.text.String()))
 		case DeltaReasoning:
 			r.Content = append(r.Content, surface.Block{Type: surface.BlockReasoning, Text: p.text.String(), Unknown: signed(p.sig)})
+		case 0:
+			var b surface.Block
+			if json.Unmarshal(p.raw, &b) == nil && b.Type != "" {
+				r.Content = append(r.Content, b)
+			}
 		case DeltaToolCall:
 			id := p.id
 			if id == "" {

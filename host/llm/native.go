@@ -69,11 +69,12 @@ type anthropicEvent struct {
 		Usage *anthropicUsage `json:"usage"`
 	} `json:"message"`
 	ContentBlock *struct {
-		Type     string `json:"type"`
-		ID       string `json:"id"`
-		Name     string `json:"name"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		Text      string `json:"text"`
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
 	} `json:"content_block"`
 	Delta *struct {
 		Type        string `json:"type"`
@@ -100,7 +101,8 @@ type anthropicEvent struct {
 }
 
 // anthropic folds one event of the Messages stream: message_start
-// (usage), content_block_start (a text, thinking or tool_use block),
+// (usage), content_block_start (a text, thinking or tool_use block; a
+// block of any other type, such as redacted_thinking, is kept whole),
 // content_block_delta (text_delta, thinking_delta, signature_delta,
 // input_json_delta), content_block_stop, message_delta (stop_reason and
 // cumulative usage), message_stop, ping and error. The event's type is the
@@ -127,12 +129,17 @@ func (a *assembler) anthropic(p []byte, name string) {
 				a.block(i, DeltaText)
 				a.text(DeltaText, b.Text)
 			case "thinking":
-				a.block(i, DeltaReasoning)
-				a.text(DeltaReasoning, b.Thinking)
-				a.parts[len(a.parts)-1].sig = b.Signature
+				a.thinking(b.Thinking, b.Signature)
 			case "tool_use":
 				n := i
 				a.tool(&toolDelta{Index: &n, ID: b.ID, Name: b.Name, Arguments: textField{s: string(argumentsObject(string(b.Input))), set: true}})
+			default:
+				var whole struct {
+					Content []jsontext.Value `json:"content"`
+				}
+				if json.Unmarshal(p, &whole, lenient) == nil && i < len(whole.Content) {
+					a.rawBlock(whole.Content[i])
+				}
 			}
 		}
 		if ev.Usage != nil {
@@ -159,12 +166,16 @@ func (a *assembler) anthropic(p []byte, name string) {
 				a.text(DeltaText, b.Text)
 			}
 		case "thinking":
-			a.block(*ev.Index, DeltaReasoning)
-			if b.Thinking != "" {
-				a.text(DeltaReasoning, b.Thinking)
-			}
+			a.thinking(b.Thinking, b.Signature)
 		case "tool_use":
 			a.tool(&toolDelta{Index: ev.Index, ID: b.ID, Name: b.Name})
+		default:
+			var start struct {
+				ContentBlock jsontext.Value `json:"content_block"`
+			}
+			if json.Unmarshal(p, &start, lenient) == nil {
+				a.rawBlock(start.ContentBlock)
+			}
 		}
 	case "content_block_delta":
 		d := ev.Delta
@@ -208,6 +219,28 @@ func (a *assembler) anthropic(p []byte, name string) {
 		}
 		a.progress++
 	}
+}
+
+// thinking starts a thinking block: always a part of its own, even with
+// no text, so that a signature that follows (signature_delta) stays with
+// it and a signed empty thinking block is kept.
+func (a *assembler) thinking(text, sig string) {
+	a.parts = append(a.parts, &part{kind: DeltaReasoning, sig: sig})
+	if text != "" {
+		a.text(DeltaReasoning, text)
+	}
+	a.progress++
+}
+
+// rawBlock keeps a content block of a type the adapter does not map, as
+// the API sent it (compacted), to be sent back unchanged.
+func (a *assembler) rawBlock(raw jsontext.Value) {
+	c, err := jsontext.AppendFormat(nil, raw)
+	if err != nil || jsontext.Value(c).Kind() != '{' {
+		return
+	}
+	a.parts = append(a.parts, &part{raw: c})
+	a.progress++
 }
 
 // block starts a new text or reasoning part for content block index, so

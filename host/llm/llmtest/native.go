@@ -34,6 +34,12 @@ func ThinkingStart(index int) string {
 	return AnthropicEvent("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":""}}`, index))
 }
 
+// RedactedThinkingStart is content block index of type
+// redacted_thinking: its encrypted data comes whole, with no delta.
+func RedactedThinkingStart(index int, data string) string {
+	return AnthropicEvent("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"redacted_thinking","data":%s}}`, index, quote(data)))
+}
+
 // ToolUseStart opens tool_use content block index.
 func ToolUseStart(index int, id, name string) string {
 	return AnthropicEvent("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%s,"name":%s,"input":{}}}`,
