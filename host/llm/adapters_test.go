@@ -564,3 +564,32 @@ func TestAnthropicBlocksGoBack(t *testing.T) {
 		`{"type":"thinking","thinking":"","signature":"sig-1"},{"type":"future_block","x":1},`+
 		`{"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"a"}}]}`)
 }
+
+// TestGeminiPartsGoBack: a thoughtSignature on a text part (also one with
+// no text) and the id of a functionCall go back on the same parts, and the
+// functionResponse repeats the call's id; a call the API sent without an
+// id goes back without one.
+func TestGeminiPartsGoBack(t *testing.T) {
+	c, srv := newAPIClient(t, APIGemini, nil)
+	srv.Push(llmtest.GeminiStream(
+		llmtest.GeminiParts("", "", `{"text":"Let me","thoughtSignature":"c2lnLXQ="}`),
+		llmtest.GeminiParts("", "", llmtest.GeminiTextPart(" check.")),
+		llmtest.GeminiParts("", "", `{"functionCall":{"id":"fc-7","name":"read","args":{"path":"a"}},"thoughtSignature":"c2lnLWM="}`),
+		llmtest.GeminiParts("STOP", llmtest.GeminiUsage(5, 0, 3, 0), llmtest.GeminiCallPart("echo", `{}`, ""), `{"text":"","thoughtSignature":"c2lnLWU="}`),
+	))
+	req := simpleRequest("p")
+	res, err := c.Stream(context.Background(), req, nil)
+	require.NoError(t, err)
+	calls := res.ToolCalls()
+	require.Len(t, calls, 2)
+	next := &Request{Config: req.Config, Messages: append(append([]*surface.Message(nil), req.Messages...),
+		msg("a", surface.RoleAssistant, res.Content...),
+		msg("r", surface.RoleUser, surface.ToolResult(calls[0].ID, false, surface.Text("A")), surface.ToolResult(calls[1].ID, false, surface.Text("E"))))}
+	body, err := EncodeGemini(next)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `{"role":"model","parts":[{"text":"Let me check.","thoughtSignature":"c2lnLXQ="},`+
+		`{"functionCall":{"id":"fc-7","name":"read","args":{"path":"a"}},"thoughtSignature":"c2lnLWM="},`+
+		`{"functionCall":{"name":"echo","args":{}}},{"text":"","thoughtSignature":"c2lnLWU="}]},`+
+		`{"role":"user","parts":[{"functionResponse":{"id":"fc-7","name":"read","response":{"output":"A"}}},`+
+		`{"functionResponse":{"name":"echo","response":{"output":"E"}}}]}`)
+}

@@ -142,6 +142,9 @@ type part struct {
 	// signature, Gemini's thoughtSignature), kept in the block's
 	// "signature" member so it can be sent back.
 	sig string
+	// providerID is the id a Gemini functionCall carried ("" when the
+	// client named the call).
+	providerID string
 	// raw is a block of a type the adapter does not map (Anthropic's
 	// redacted_thinking, server tool blocks, ...), kept as the API sent it
 	// so it can go back unchanged; kind is then 0.
@@ -336,7 +339,9 @@ func (a *assembler) result(done bool) *Result {
 	for _, p := range a.parts {
 		switch p.kind {
 		case DeltaText:
-			r.Content = append(r.Content, surface.Text(p.text.String()))
+			b := surface.Text(p.text.String())
+			b.Unknown = signed(p.sig)
+			r.Content = append(r.Content, b)
 		case DeltaReasoning:
 			r.Content = append(r.Content, surface.Block{Type: surface.BlockReasoning, Text: p.text.String(), Unknown: signed(p.sig)})
 		case 0:
@@ -350,7 +355,7 @@ func (a *assembler) result(done bool) *Result {
 				id = "call_" + strconv.Itoa(p.call)
 			}
 			b := surface.ToolCall(id, p.name, p.text.String())
-			b.Unknown = signed(p.sig)
+			b.Unknown = blockExtra(p.sig, p.providerID)
 			r.Content = append(r.Content, b)
 		}
 	}

@@ -9,11 +9,25 @@ import (
 )
 
 // signed is the Unknown member of a block carrying signature sig.
-func signed(sig string) jsontext.Value {
-	if sig == "" {
+func signed(sig string) jsontext.Value { return blockExtra(sig, "") }
+
+// blockExtra is the Unknown of a block: its signature and, for a Gemini
+// functionCall that carried an id, that id as "providerId" (the block's
+// own id may be one the client made up, which is not sent back).
+func blockExtra(sig, providerID string) jsontext.Value {
+	if sig == "" && providerID == "" {
 		return nil
 	}
-	b, _ := jsontext.AppendQuote([]byte(`{"signature":`), sig)
+	b := []byte(`{`)
+	if sig != "" {
+		b, _ = jsontext.AppendQuote(append(b, `"signature":`...), sig)
+	}
+	if providerID != "" {
+		if sig != "" {
+			b = append(b, ',')
+		}
+		b, _ = jsontext.AppendQuote(append(b, `"providerId":`...), providerID)
+	}
 	return append(b, '}')
 }
 
@@ -221,6 +235,19 @@ func (a *assembler) anthropic(p []byte, name string) {
 	}
 }
 
+// geminiText adds a text or thought part. A part with a thoughtSignature
+// starts a block of its own that keeps the signature (the API asks to get
+// it back on the same part), even when its text is empty.
+func (a *assembler) geminiText(kind DeltaKind, text, sig string) {
+	if sig != "" {
+		a.parts = append(a.parts, &part{kind: kind, sig: sig})
+		a.progress++
+	}
+	if text != "" {
+		a.text(kind, text)
+	}
+}
+
 // thinking starts a thinking block: always a part of its own, even with
 // no text, so that a signature that follows (signature_delta) stays with
 // it and a signed empty thinking block is kept.
@@ -367,17 +394,12 @@ func (a *assembler) gemini(p []byte) {
 					}
 					a.tool(&toolDelta{Index: &n, ID: id, Name: part.FunctionCall.Name,
 						Arguments: textField{s: string(compact), set: true}})
-					if part.ThoughtSignature != "" {
-						a.calls[n].sig = part.ThoughtSignature
-					}
+					a.calls[n].sig = part.ThoughtSignature
+					a.calls[n].providerID = part.FunctionCall.ID
 				case part.Text != nil && part.Thought:
-					if *part.Text != "" {
-						a.text(DeltaReasoning, *part.Text)
-					}
+					a.geminiText(DeltaReasoning, *part.Text, part.ThoughtSignature)
 				case part.Text != nil:
-					if *part.Text != "" {
-						a.text(DeltaText, *part.Text)
-					}
+					a.geminiText(DeltaText, *part.Text, part.ThoughtSignature)
 				}
 			}
 		}
