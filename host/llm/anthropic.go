@@ -16,6 +16,31 @@ import (
 // when the config sets none: the Messages API requires the member.
 const DefaultAnthropicMaxTokens = 8192
 
+// minThinkingBudget is the smallest budget_tokens the Messages API takes.
+const minThinkingBudget = 1024
+
+// thinkingBudget maps a reasoning effort, the one route setting every API
+// reads (OpenAI-compatible reasoning_effort), to a thinking budget in
+// tokens for the APIs that take a budget (Anthropic budget_tokens, Gemini
+// thinkingBudget): minimal 1024, low 4096, medium 8192, high 16384, and
+// none 0 (thinking off). ok is false for "" and any other word: nothing is
+// sent.
+func thinkingBudget(effort string) (budget int64, ok bool) {
+	switch effort {
+	case "none":
+		return 0, true
+	case "minimal":
+		return 1024, true
+	case "low":
+		return 4096, true
+	case "medium":
+		return 8192, true
+	case "high":
+		return 16384, true
+	}
+	return 0, false
+}
+
 // cacheMark is the cache breakpoint the Anthropic adapter places.
 const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 
@@ -23,9 +48,10 @@ const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 // a pure function of req. Members, in this order: model, max_tokens
 // (config.maxTokens, else DefaultAnthropicMaxTokens), system (when the head
 // message is a system message with text), messages, tools (when any),
-// temperature, stop_sequences (each when set), stream true. The config's
-// reasoningEffort is not sent (the Messages API takes a thinking budget,
-// not an effort).
+// temperature, stop_sequences (each when set), thinking (when the config
+// sets a reasoningEffort, see thinkingBudget: {"type":"enabled",
+// "budget_tokens":N}, N clamped below max_tokens; none when that leaves
+// less than the API's minimum of 1024), stream true.
 //
 // Node 0: a leading system message becomes the system member, one text
 // block; an empty head sends no system. A later system message that
@@ -136,6 +162,17 @@ func EncodeAnthropic(req *Request) ([]byte, error) {
 	}
 	if err := w.sampling(&req.Config, "temperature", "stop_sequences"); err != nil {
 		return nil, err
+	}
+	if budget, ok := thinkingBudget(req.Config.ReasoningEffort); ok && budget > 0 {
+		// budget_tokens must be at least 1024 and below max_tokens: an
+		// effort whose budget does not fit is clamped below max_tokens, and
+		// a max_tokens that leaves no room for 1024 sends no thinking.
+		budget = min(budget, maxTokens-1)
+		if budget >= minThinkingBudget {
+			w.raw(`,"thinking":{"type":"enabled","budget_tokens":`)
+			w.b = strconv.AppendInt(w.b, budget, 10)
+			w.raw(`}`)
+		}
 	}
 	w.raw(`,"stream":true}`)
 	if w.err != nil {

@@ -17,9 +17,10 @@ import (
 // {"functionDeclarations":[...]} entry, each {name, description,
 // parametersJsonSchema}: tool schemas are JSON Schema, which that member
 // takes as is, where "parameters" takes only an OpenAPI subset),
-// generationConfig (when the config sets temperature, maxTokens or stop:
-// temperature, maxOutputTokens, stopSequences). The config's
-// reasoningEffort is not sent.
+// generationConfig (when the config sets temperature, maxTokens, stop or
+// a reasoningEffort: temperature, maxOutputTokens, stopSequences,
+// thinkingConfig {thinkingBudget (see thinkingBudget; 0 for "none"),
+// includeThoughts true when the budget is not 0}).
 //
 // Node 0: a leading system message becomes systemInstruction {parts:
 // [{text}]}; an empty head sends none. A later system message is sent at
@@ -113,7 +114,8 @@ func EncodeGemini(req *Request) ([]byte, error) {
 		w.raw(`]}]`)
 	}
 	c := &req.Config
-	if c.Temperature != nil || c.MaxTokens != nil || len(c.Stop) > 0 {
+	budget, thinking := thinkingBudget(c.ReasoningEffort)
+	if c.Temperature != nil || c.MaxTokens != nil || len(c.Stop) > 0 || thinking {
 		w.raw(`,"generationConfig":{`)
 		n := len(w.b)
 		if err := w.sampling(c, "temperature", "stopSequences"); err != nil {
@@ -122,6 +124,14 @@ func EncodeGemini(req *Request) ([]byte, error) {
 		if c.MaxTokens != nil {
 			w.raw(`,"maxOutputTokens":`)
 			w.b = strconv.AppendInt(w.b, *c.MaxTokens, 10)
+		}
+		if thinking {
+			w.raw(`,"thinkingConfig":{"thinkingBudget":`)
+			w.b = strconv.AppendInt(w.b, budget, 10)
+			if budget > 0 {
+				w.raw(`,"includeThoughts":true`)
+			}
+			w.raw(`}`)
 		}
 		// The members were written each with a leading comma.
 		w.b = append(w.b[:n], w.b[n+1:]...)

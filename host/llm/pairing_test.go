@@ -160,3 +160,43 @@ func TestAnthropicBlankText(t *testing.T) {
 	roles, _, _ := wireRoles(t, APIAnthropic, body)
 	require.Equal(t, []string{"user"}, roles, "%s", body)
 }
+
+// TestThinkingFromEffort: the config's reasoningEffort becomes Anthropic's
+// thinking budget (clamped below max_tokens, left out when less than 1024
+// fits) and Gemini's thinkingConfig.
+func TestThinkingFromEffort(t *testing.T) {
+	tests := []struct {
+		effort    string
+		maxTokens *int64
+		anthropic string // the thinking member, "" when none is sent
+		gemini    string // the generationConfig, "" when none is sent
+	}{
+		{"", nil, "", ""},
+		{"medium", nil, `"thinking":{"type":"enabled","budget_tokens":8191}`, `"generationConfig":{"thinkingConfig":{"thinkingBudget":8192,"includeThoughts":true}}`},
+		{"high", i64(64000), `"thinking":{"type":"enabled","budget_tokens":16384}`, `"generationConfig":{"maxOutputTokens":64000,"thinkingConfig":{"thinkingBudget":16384,"includeThoughts":true}}`},
+		{"high", i64(4096), `"thinking":{"type":"enabled","budget_tokens":4095}`, `"generationConfig":{"maxOutputTokens":4096,"thinkingConfig":{"thinkingBudget":16384,"includeThoughts":true}}`},
+		{"low", i64(1024), "", `"generationConfig":{"maxOutputTokens":1024,"thinkingConfig":{"thinkingBudget":4096,"includeThoughts":true}}`},
+		{"none", nil, "", `"generationConfig":{"thinkingConfig":{"thinkingBudget":0}}`},
+		{"extreme", nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.effort, func(t *testing.T) {
+			req := &Request{Config: surface.CallConfig{Provider: "p", Model: "m", ReasoningEffort: tt.effort, MaxTokens: tt.maxTokens},
+				Messages: []*surface.Message{user("u", "q")}}
+			a, err := EncodeAnthropic(req)
+			require.NoError(t, err)
+			g, err := EncodeGemini(req)
+			require.NoError(t, err)
+			if tt.anthropic == "" {
+				require.NotContains(t, string(a), `"thinking"`)
+			} else {
+				require.Contains(t, string(a), tt.anthropic+`,"stream":true}`)
+			}
+			if tt.gemini == "" {
+				require.NotContains(t, string(g), `generationConfig`)
+			} else {
+				require.Contains(t, string(g), tt.gemini+`}`)
+			}
+		})
+	}
+}
