@@ -300,3 +300,20 @@ func TestF71_RequestHandlerCannotMutateLoggedHeader(t *testing.T) {
 	require.NotNil(t, mt)
 	require.Equal(t, int64(10), *mt, "handlers get copies; the logged header is a snapshot")
 }
+
+// TestRouteReasoningEffortReachesTheRequest: the route's reasoningEffort is
+// the default config of every request, so each adapter maps it (thinking
+// budget, reasoning_effort), and a route switch changes it.
+func TestRouteReasoningEffortReachesTheRequest(t *testing.T) {
+	h := newHarness(t, "sys", nil)
+	r := h.a.Route()
+	r.ReasoningEffort = "high"
+	h.a.SetRoute(r)
+	h.turn("one")
+	require.Equal(t, "high", h.model.reqs[0].Config.ReasoningEffort)
+	r.ReasoningEffort = ""
+	h.a.SetRoute(r)
+	h.turn("two")
+	require.Empty(t, h.model.reqs[1].Config.ReasoningEffort)
+	h.checkReconstruction()
+}

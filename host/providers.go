@@ -22,6 +22,9 @@ type Route struct {
 	// MaxTokens is the completion cap sent with each request; 0 leaves it
 	// to the provider.
 	MaxTokens int64
+	// ReasoningEffort is the thinking setting sent with each request (see
+	// llm.ReasoningEfforts); "" leaves it to the provider.
+	ReasoningEffort string
 	// InHistory is true when the model reads the latest system message at
 	// any position as the effective prompt, so prompt changes may be
 	// appended to history instead of replacing node 0.

@@ -339,7 +339,7 @@ func (a *Agent) onDelta(d llm.Delta) {
 
 // defaultConfig is the agent/request default: the route's config.
 func (a *Agent) defaultConfig() surface.CallConfig {
-	c := surface.CallConfig{Provider: a.cur.route.Provider, Model: a.cur.route.Model}
+	c := surface.CallConfig{Provider: a.cur.route.Provider, Model: a.cur.route.Model, ReasoningEffort: a.cur.route.ReasoningEffort}
 	if a.cur.route.MaxTokens > 0 {
 		mt := a.cur.route.MaxTokens
 		c.MaxTokens = &mt

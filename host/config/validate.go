@@ -135,6 +135,10 @@ func (l *loader) route(id path, r *Route) {
 	if !slices.Contains(Tokenizers, r.Tokenizer) {
 		l.fail(id.with("tokenizer"), "%q is not a tokenizer%s; use %s", r.Tokenizer, suggestion(r.Tokenizer, Tokenizers), oneOf(Tokenizers))
 	}
+	if r.ReasoningEffort != "" && !slices.Contains(llm.ReasoningEfforts, r.ReasoningEffort) {
+		l.fail(id.with("reasoningEffort"), "%q is not a reasoning effort%s; use %s or leave it empty for the API's default",
+			r.ReasoningEffort, suggestion(r.ReasoningEffort, llm.ReasoningEfforts), oneOf(llm.ReasoningEfforts))
+	}
 	if !slices.Contains(SystemPromptUpdates, r.SystemPromptUpdate) {
 		l.fail(id.with("systemPromptUpdate"), "%q is not a prompt update mode%s; use %s",
 			r.SystemPromptUpdate, suggestion(r.SystemPromptUpdate, SystemPromptUpdates), oneOf(SystemPromptUpdates))

@@ -19,6 +19,11 @@ const DefaultAnthropicMaxTokens = 8192
 // minThinkingBudget is the smallest budget_tokens the Messages API takes.
 const minThinkingBudget = 1024
 
+// ReasoningEfforts are the values of a route's reasoningEffort, "" aside
+// (the API's default): sent as reasoning_effort by the OpenAI-compatible
+// adapter, as a thinking budget by the others (see thinkingBudget).
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high"}
+
 // thinkingBudget maps a reasoning effort, the one route setting every API
 // reads (OpenAI-compatible reasoning_effort), to a thinking budget in
 // tokens for the APIs that take a budget (Anthropic budget_tokens, Gemini
