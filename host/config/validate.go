@@ -129,6 +129,9 @@ func (l *loader) route(id path, r *Route) {
 		l.fail(id.with("maxTokens"), "%d must be below contextWindow %d: the completion must leave room for the prompt; lower maxTokens (0 leaves it to the provider)",
 			r.MaxTokens, r.ContextWindow)
 	}
+	if r.OutputCap < 0 {
+		l.fail(id.with("outputCap"), "must not be negative, got %d; use 0 for the model's known limit", r.OutputCap)
+	}
 	if r.MaxTokens < 0 {
 		l.fail(id.with("maxTokens"), "must not be negative, got %d; use 0 to leave the cap to the provider", r.MaxTokens)
 	}

@@ -200,3 +200,16 @@ func TestThinkingFromEffort(t *testing.T) {
 		})
 	}
 }
+
+func TestKnownLimits(t *testing.T) {
+	l, ok := KnownLimits("claude-sonnet-4-5")
+	require.True(t, ok)
+	require.Equal(t, Limits{Output: 64000, Context: 200000}, l)
+	l, ok = KnownLimits("gemini-2.5-flash-lite-preview")
+	require.True(t, ok, "a longer name of a known model takes its limits")
+	require.Equal(t, int64(65536), l.Output)
+	_, ok = KnownLimits("claude-sonnet-4-50")
+	require.False(t, ok)
+	_, ok = KnownLimits("qwen3:8b")
+	require.False(t, ok)
+}
