@@ -2,7 +2,9 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -133,10 +135,38 @@ func checkSequence(t *testing.T, api API, kinds map[string]scriptedReply, seq []
 			msgs = append(msgs, user(fmt.Sprintf("u%d", n+1), "next"))
 		}
 	}
+	var prev []string
 	for i, r := range srv.Requests() {
 		require.NoError(t, validate(r.Body), "request %d: %s", i, r.Body)
+		// What the model said goes back unchanged in every later request
+		// (Anthropic refuses a tool loop whose thinking blocks changed).
+		said := modelTurns(t, api, r.Body)
+		require.GreaterOrEqual(t, len(said), len(prev), "request %d", i)
+		if len(prev) > 0 {
+			require.Equal(t, prev, said[:len(prev)], "request %d", i)
+		}
+		prev = said
 	}
 	body, err := Encode(api, &Request{Config: surface.CallConfig{Provider: "p", Model: "test-model", MaxTokens: i64(1000)}, Messages: msgs})
 	require.NoError(t, err)
 	require.NoError(t, validate(body), "%s", body)
+}
+
+// modelTurns returns the assistant (model) messages of a body, compacted,
+// without Anthropic's cache markers (which move to the newest message).
+func modelTurns(t *testing.T, api API, body []byte) []string {
+	var v struct {
+		Messages []json.RawMessage `json:"messages"`
+		Contents []json.RawMessage `json:"contents"`
+	}
+	require.NoError(t, json.Unmarshal(body, &v))
+	var out []string
+	for _, m := range append(v.Messages, v.Contents...) {
+		var r struct{ Role string }
+		require.NoError(t, json.Unmarshal(m, &r))
+		if r.Role == "assistant" || r.Role == "model" {
+			out = append(out, strings.ReplaceAll(string(m), `,"cache_control":{"type":"ephemeral"}`, ""))
+		}
+	}
+	return out
 }
