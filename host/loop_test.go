@@ -300,3 +300,41 @@ func TestF71_RequestHandlerCannotMutateLoggedHeader(t *testing.T) {
 	require.NotNil(t, mt)
 	require.Equal(t, int64(10), *mt, "handlers get copies; the logged header is a snapshot")
 }
+
+// TestRouteReasoningEffortReachesTheRequest: the route's reasoningEffort is
+// the default config of every request, so each adapter maps it (thinking
+// budget, reasoning_effort), and a route switch changes it.
+func TestRouteReasoningEffortReachesTheRequest(t *testing.T) {
+	h := newHarness(t, "sys", nil)
+	r := h.a.Route()
+	r.ReasoningEffort = "high"
+	h.a.SetRoute(r)
+	h.turn("one")
+	require.Equal(t, "high", h.model.reqs[0].Config.ReasoningEffort)
+	r.ReasoningEffort = ""
+	h.a.SetRoute(r)
+	h.turn("two")
+	require.Empty(t, h.model.reqs[1].Config.ReasoningEffort)
+	h.checkReconstruction()
+}
+
+// TestRequestClampedToTheRouteOutputCap: a request whose max tokens is
+// above the route's output cap (set, or the model's known limit) is sent
+// with the cap, and the header records what was sent.
+func TestRequestClampedToTheRouteOutputCap(t *testing.T) {
+	h := newHarness(t, "sys", nil)
+	r := h.a.Route()
+	r.MaxTokens, r.OutputCap = 5000, 3000
+	h.a.SetRoute(r)
+	h.turn("one")
+	require.Equal(t, int64(3000), *h.model.reqs[0].Config.MaxTokens)
+	r.Model, r.OutputCap, r.MaxTokens = "claude-sonnet-4-5-20250929", 0, 65536
+	h.a.SetRoute(r)
+	h.turn("two")
+	require.Equal(t, int64(64000), *h.model.reqs[1].Config.MaxTokens)
+	r.MaxTokens = 1000
+	h.a.SetRoute(r)
+	h.turn("three")
+	require.Equal(t, int64(1000), *h.model.reqs[2].Config.MaxTokens)
+	h.checkReconstruction()
+}

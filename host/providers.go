@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -22,10 +23,38 @@ type Route struct {
 	// MaxTokens is the completion cap sent with each request; 0 leaves it
 	// to the provider.
 	MaxTokens int64
+	// ReasoningEffort is the thinking setting sent with each request (see
+	// llm.ReasoningEfforts); "" leaves it to the provider.
+	ReasoningEffort string
+	// OutputCap is the most output tokens the route's model accepts per
+	// request; 0 takes the model's known limit (llm.KnownLimits), if any.
+	// See MaxOutput.
+	OutputCap int64
 	// InHistory is true when the model reads the latest system message at
 	// any position as the effective prompt, so prompt changes may be
 	// appended to history instead of replacing node 0.
 	InHistory bool
+}
+
+// MaxOutput returns the effective output cap of the route: OutputCap when
+// set, else the known output limit of its model, 0 when neither is known.
+// Every model call on the route (the loop's and plugins' summarize calls)
+// has its max tokens clamped to it (see ClampOutput).
+func (r Route) MaxOutput() int64 {
+	if r.OutputCap > 0 {
+		return r.OutputCap
+	}
+	l, _ := llm.KnownLimits(r.Model)
+	return l.Output
+}
+
+// ClampOutput returns n clamped to the route's MaxOutput, and whether it
+// was clamped (n above a known cap).
+func (r Route) ClampOutput(n int64) (int64, bool) {
+	if c := r.MaxOutput(); c > 0 && n > c {
+		return c, true
+	}
+	return n, false
 }
 
 // Assembly is the input of a step's prompt: ordered prompt sections, the

@@ -278,6 +278,14 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 	if cfg.Provider == "" || cfg.Model == "" {
 		return attemptResult{end: failed(errors.New("the request config has no provider or model"))}, nil
 	}
+	if cfg.MaxTokens != nil {
+		// The route's output cap bounds every request: a request handler
+		// or route maxTokens above what the model accepts would be refused.
+		if n, clamped := a.cur.route.ClampOutput(*cfg.MaxTokens); clamped {
+			a.log.Warn("max tokens clamped to the route's output cap", "asked", *cfg.MaxTokens, "cap", n, "model", a.cur.route.Model)
+			cfg.MaxTokens = &n
+		}
+	}
 	if err := a.logHeader(cfg, startsRequestSeries); err != nil {
 		return attemptResult{}, err
 	}
@@ -354,7 +362,7 @@ func (a *Agent) onDelta(d llm.Delta) {
 
 // defaultConfig is the agent/request default: the route's config.
 func (a *Agent) defaultConfig() surface.CallConfig {
-	c := surface.CallConfig{Provider: a.cur.route.Provider, Model: a.cur.route.Model}
+	c := surface.CallConfig{Provider: a.cur.route.Provider, Model: a.cur.route.Model, ReasoningEffort: a.cur.route.ReasoningEffort}
 	if a.cur.route.MaxTokens > 0 {
 		mt := a.cur.route.MaxTokens
 		c.MaxTokens = &mt

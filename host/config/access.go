@@ -18,7 +18,7 @@ func (c *Config) HostRoute(name string) (host.Route, error) {
 		return host.Route{}, fmt.Errorf("config: no route named %q (routes: %s)", name, strings.Join(sortedKeys(c.Models), ", "))
 	}
 	return host.Route{Provider: r.Provider, Model: r.Model, ContextWindow: r.ContextWindow,
-		MaxTokens: r.MaxTokens, InHistory: r.SystemPromptUpdate == "in-history"}, nil
+		MaxTokens: r.MaxTokens, ReasoningEffort: r.ReasoningEffort, OutputCap: r.OutputCap, InHistory: r.SystemPromptUpdate == "in-history"}, nil
 }
 
 // ClientConfig returns the llm client configuration of the named route:

@@ -56,6 +56,11 @@ func TestDefaultsLoadClean(t *testing.T) {
 	r, err := cfg.HostRoute("deepseek")
 	require.NoError(t, err)
 	require.Equal(t, host.Route{Provider: "deepseek", Model: "deepseek-chat", ContextWindow: 128000, MaxTokens: 8192}, r)
+	withEffort, _, err := load(t, t.TempDir(), []string{"WEIR_MODELS__DEEPSEEK__REASONING_EFFORT=medium"})
+	require.NoError(t, err)
+	r, err = withEffort.HostRoute("deepseek")
+	require.NoError(t, err)
+	require.Equal(t, "medium", r.ReasoningEffort)
 	_, err = cfg.HostRoute("nope")
 	require.ErrorContains(t, err, `no route named "nope"`)
 	require.Equal(t, []string{"system-prompt", "compaction-basic", "token-meter"},
@@ -291,6 +296,8 @@ func TestValidation(t *testing.T) {
 		{"env set twice", nil, []string{"WEIR_LOG_LEVEL=debug", "WEIR_LOG__LEVEL=info"}, nil, "log.level", []string{"also set by $"}},
 		{"unknown flag key", nil, nil, []config.Flag{{Name: "x", Key: "log.levle", Value: "debug"}}, "log.levle",
 			[]string{`unknown key "levle" (did you mean "level"?)`, "flag --x"}},
+		{"unknown reasoning effort", map[string]string{"weir.yaml": "models:\n  deepseek:\n    reasoningEffort: hihg\n"}, nil, nil,
+			"models.deepseek.reasoningEffort", []string{`"hihg" is not a reasoning effort (did you mean "high"?)`}},
 		{"route without provider", map[string]string{"weir.yaml": "models:\n  local:\n    model: m\n    baseURL: http://h\n    contextWindow: 10\n"},
 			nil, nil, "models.local.provider", []string{"is required"}},
 		{"route without model", map[string]string{"weir.yaml": "models:\n  local:\n    provider: p\n    baseURL: http://h\n    contextWindow: 10\n"},

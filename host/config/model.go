@@ -60,6 +60,14 @@ type Route struct {
 	// MaxTokens is the completion cap per request (0: provider default);
 	// it must be below ContextWindow.
 	MaxTokens int64 `koanf:"maxTokens"`
+	// ReasoningEffort turns on the model's thinking: "" (the API's
+	// default), or one of llm.ReasoningEfforts. The openai API sends it
+	// as reasoning_effort; anthropic and gemini as a thinking budget.
+	ReasoningEffort string `koanf:"reasoningEffort"`
+	// OutputCap is the most output tokens the model accepts per request;
+	// 0 takes the known limit of the model (llm.KnownLimits). Every
+	// request's max tokens is clamped to it.
+	OutputCap int64 `koanf:"outputCap"`
 	// Tokenizer prices the route: "deepseek-v3", "heuristic", "o200k" or
 	// "cl100k". Default "deepseek-v3" for provider deepseek, else
 	// "heuristic".
@@ -333,7 +341,7 @@ func routeTemplate(provider string) map[string]any {
 		tok = "deepseek-v3"
 	}
 	return map[string]any{"provider": "", "model": "", "api": "openai", "baseURL": "", "apiKeyEnv": "",
-		"contextWindow": int64(0), "maxTokens": int64(0), "tokenizer": tok, "systemPromptUpdate": "replace",
+		"contextWindow": int64(0), "maxTokens": int64(0), "reasoningEffort": "", "outputCap": int64(0), "tokenizer": tok, "systemPromptUpdate": "replace",
 		"timeout": DefaultRouteTimeout, "idleTimeout": DefaultRouteIdleTimeout, "maxResponseMiB": int64(DefaultMaxResponseMiB)}
 }
 

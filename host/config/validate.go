@@ -129,11 +129,18 @@ func (l *loader) route(id path, r *Route) {
 		l.fail(id.with("maxTokens"), "%d must be below contextWindow %d: the completion must leave room for the prompt; lower maxTokens (0 leaves it to the provider)",
 			r.MaxTokens, r.ContextWindow)
 	}
+	if r.OutputCap < 0 {
+		l.fail(id.with("outputCap"), "must not be negative, got %d; use 0 for the model's known limit", r.OutputCap)
+	}
 	if r.MaxTokens < 0 {
 		l.fail(id.with("maxTokens"), "must not be negative, got %d; use 0 to leave the cap to the provider", r.MaxTokens)
 	}
 	if !slices.Contains(Tokenizers, r.Tokenizer) {
 		l.fail(id.with("tokenizer"), "%q is not a tokenizer%s; use %s", r.Tokenizer, suggestion(r.Tokenizer, Tokenizers), oneOf(Tokenizers))
+	}
+	if r.ReasoningEffort != "" && !slices.Contains(llm.ReasoningEfforts, r.ReasoningEffort) {
+		l.fail(id.with("reasoningEffort"), "%q is not a reasoning effort%s; use %s or leave it empty for the API's default",
+			r.ReasoningEffort, suggestion(r.ReasoningEffort, llm.ReasoningEfforts), oneOf(llm.ReasoningEfforts))
 	}
 	if !slices.Contains(SystemPromptUpdates, r.SystemPromptUpdate) {
 		l.fail(id.with("systemPromptUpdate"), "%q is not a prompt update mode%s; use %s",

@@ -119,6 +119,26 @@ func TestAnthropicStreams(t *testing.T) {
 			finish: FinishToolCalls,
 		},
 		{
+			name: "redacted, empty signed and unknown blocks are kept whole",
+			reply: llmtest.AnthropicStream(
+				llmtest.MessageStart(3, 0, 0),
+				llmtest.RedactedThinkingStart(0, "ZW5jcnlwdGVk"), llmtest.BlockStop(0),
+				llmtest.ThinkingStart(1), llmtest.SignatureDelta(1, "sig-empty"), llmtest.BlockStop(1),
+				llmtest.AnthropicEvent("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"future_block","x": [1, 2]}}`),
+				llmtest.BlockStop(2),
+				llmtest.TextStart(3), llmtest.TextDelta(3, "ok"), llmtest.BlockStop(3),
+				llmtest.MessageDelta("end_turn", 9), llmtest.MessageStop(),
+			),
+			content: []surface.Block{
+				{Type: "redacted_thinking", Unknown: jsontext.Value(`{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}`)},
+				{Type: surface.BlockReasoning, Unknown: jsontext.Value(`{"signature":"sig-empty"}`)},
+				{Type: "future_block", Unknown: jsontext.Value(`{"type":"future_block","x":[1,2]}`)},
+				surface.Text("ok"),
+			},
+			usage:  &surface.Usage{Input: 3, Output: 9},
+			finish: FinishStop,
+		},
+		{
 			name:    "max tokens",
 			reply:   llmtest.AnthropicStream(llmtest.MessageStart(5, 0, 0), llmtest.TextStart(0), llmtest.TextDelta(0, "cut"), llmtest.BlockStop(0), llmtest.MessageDelta("max_tokens", 1), llmtest.MessageStop()),
 			content: []surface.Block{surface.Text("cut")},
@@ -198,6 +218,13 @@ func TestGeminiStreams(t *testing.T) {
 				"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).")),
 			content: []surface.Block{},
 			code:    CodeContextOverflow,
+		},
+		{
+			name:    "blocked prompt keeps the reason and the usage",
+			reply:   llmtest.GeminiStream(llmtest.GeminiBlocked("PROHIBITED_CONTENT", llmtest.GeminiUsage(12, 0, 0, 0))),
+			content: []surface.Block{},
+			usage:   &surface.Usage{Input: 12},
+			code:    CodePromptBlocked,
 		},
 		{
 			name:    "stream closes before a finish reason",
@@ -457,9 +484,10 @@ func TestEncodeGemini(t *testing.T) {
 		require.NoError(t, json.Unmarshal(body, &v))
 	})
 	t.Run("a result whose call is not in the request", func(t *testing.T) {
-		req := &Request{Config: surface.CallConfig{Provider: "p", Model: "m"}, Messages: []*surface.Message{toolResult("r", "gone", "ok")}}
-		_, err := EncodeGemini(req)
-		require.ErrorContains(t, err, `answers call "gone", which no earlier message makes`)
+		req := &Request{Config: surface.CallConfig{Provider: "p", Model: "m"}, Messages: []*surface.Message{toolResult("r", "gone", "ok"), user("u", "q")}}
+		body, err := EncodeGemini(req)
+		require.NoError(t, err)
+		require.Equal(t, `{"contents":[{"role":"user","parts":[{"text":"q"}]}]}`, string(body))
 	})
 }
 
@@ -493,4 +521,75 @@ func TestGeminiJSONArrayBody(t *testing.T) {
 	require.Equal(t, &surface.Usage{Input: 7, Output: 2}, res.Usage)
 	require.Equal(t, FinishStop, res.FinishReason)
 	requireReassembles(t, res)
+}
+
+// TestGeminiBlockedPrompt: a blocked prompt is its own error, not
+// retryable, with the provider's reason and message kept.
+func TestGeminiBlockedPrompt(t *testing.T) {
+	c, srv := newAPIClient(t, APIGemini, nil)
+	srv.Push(llmtest.GeminiStream(llmtest.GeminiChunk(
+		`{"promptFeedback":{"blockReason":"SAFETY","blockReasonMessage":"the prompt was refused"},"usageMetadata":{"promptTokenCount":7}}`)))
+	res, err := c.Stream(context.Background(), simpleRequest("p"), nil)
+	require.ErrorIs(t, err, ErrPromptBlocked)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.False(t, e.Retryable())
+	require.Equal(t, "SAFETY: the prompt was refused", e.Detail)
+	require.Equal(t, &surface.Usage{Input: 7}, res.Usage)
+	require.Empty(t, res.FinishReason)
+}
+
+// TestAnthropicBlocksGoBack: the blocks a reply returned go back in the
+// next request of the tool loop unchanged and in their order: redacted
+// thinking, signed thinking with empty text, unknown types, then the call.
+func TestAnthropicBlocksGoBack(t *testing.T) {
+	c, srv := newAPIClient(t, APIAnthropic, nil)
+	srv.Push(llmtest.AnthropicStream(
+		llmtest.MessageStart(3, 0, 0),
+		llmtest.RedactedThinkingStart(0, "ZW5j"), llmtest.BlockStop(0),
+		llmtest.ThinkingStart(1), llmtest.SignatureDelta(1, "sig-1"), llmtest.BlockStop(1),
+		llmtest.AnthropicEvent("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"future_block","x":1}}`),
+		llmtest.BlockStop(2),
+		llmtest.ToolUseStart(3, "toolu_1", "read"), llmtest.InputJSONDelta(3, `{"path":"a"}`), llmtest.BlockStop(3),
+		llmtest.MessageDelta("tool_use", 9), llmtest.MessageStop(),
+	))
+	req := simpleRequest("p")
+	res, err := c.Stream(context.Background(), req, nil)
+	require.NoError(t, err)
+	next := &Request{Config: req.Config, Messages: append(append([]*surface.Message(nil), req.Messages...),
+		msg("a", surface.RoleAssistant, res.Content...), toolResult("r", "toolu_1", "text of a"))}
+	body, err := EncodeAnthropic(next)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `{"role":"assistant","content":[{"type":"redacted_thinking","data":"ZW5j"},`+
+		`{"type":"thinking","thinking":"","signature":"sig-1"},{"type":"future_block","x":1},`+
+		`{"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"a"}}]}`)
+}
+
+// TestGeminiPartsGoBack: a thoughtSignature on a text part (also one with
+// no text) and the id of a functionCall go back on the same parts, and the
+// functionResponse repeats the call's id; a call the API sent without an
+// id goes back without one.
+func TestGeminiPartsGoBack(t *testing.T) {
+	c, srv := newAPIClient(t, APIGemini, nil)
+	srv.Push(llmtest.GeminiStream(
+		llmtest.GeminiParts("", "", `{"text":"Let me","thoughtSignature":"c2lnLXQ="}`),
+		llmtest.GeminiParts("", "", llmtest.GeminiTextPart(" check.")),
+		llmtest.GeminiParts("", "", `{"functionCall":{"id":"fc-7","name":"read","args":{"path":"a"}},"thoughtSignature":"c2lnLWM="}`),
+		llmtest.GeminiParts("STOP", llmtest.GeminiUsage(5, 0, 3, 0), llmtest.GeminiCallPart("echo", `{}`, ""), `{"text":"","thoughtSignature":"c2lnLWU="}`),
+	))
+	req := simpleRequest("p")
+	res, err := c.Stream(context.Background(), req, nil)
+	require.NoError(t, err)
+	calls := res.ToolCalls()
+	require.Len(t, calls, 2)
+	next := &Request{Config: req.Config, Messages: append(append([]*surface.Message(nil), req.Messages...),
+		msg("a", surface.RoleAssistant, res.Content...),
+		msg("r", surface.RoleUser, surface.ToolResult(calls[0].ID, false, surface.Text("A")), surface.ToolResult(calls[1].ID, false, surface.Text("E"))))}
+	body, err := EncodeGemini(next)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `{"role":"model","parts":[{"text":"Let me check.","thoughtSignature":"c2lnLXQ="},`+
+		`{"functionCall":{"id":"fc-7","name":"read","args":{"path":"a"}},"thoughtSignature":"c2lnLWM="},`+
+		`{"functionCall":{"name":"echo","args":{}}},{"text":"","thoughtSignature":"c2lnLWU="}]},`+
+		`{"role":"user","parts":[{"functionResponse":{"id":"fc-7","name":"read","response":{"output":"A"}}},`+
+		`{"functionResponse":{"name":"echo","response":{"output":"E"}}}]}`)
 }

@@ -16,6 +16,36 @@ import (
 // when the config sets none: the Messages API requires the member.
 const DefaultAnthropicMaxTokens = 8192
 
+// minThinkingBudget is the smallest budget_tokens the Messages API takes.
+const minThinkingBudget = 1024
+
+// ReasoningEfforts are the values of a route's reasoningEffort, "" aside
+// (the API's default): sent as reasoning_effort by the OpenAI-compatible
+// adapter, as a thinking budget by the others (see thinkingBudget).
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high"}
+
+// thinkingBudget maps a reasoning effort, the one route setting every API
+// reads (OpenAI-compatible reasoning_effort), to a thinking budget in
+// tokens for the APIs that take a budget (Anthropic budget_tokens, Gemini
+// thinkingBudget): minimal 1024, low 4096, medium 8192, high 16384, and
+// none 0 (thinking off). ok is false for "" and any other word: nothing is
+// sent.
+func thinkingBudget(effort string) (budget int64, ok bool) {
+	switch effort {
+	case "none":
+		return 0, true
+	case "minimal":
+		return 1024, true
+	case "low":
+		return 4096, true
+	case "medium":
+		return 8192, true
+	case "high":
+		return 16384, true
+	}
+	return 0, false
+}
+
 // cacheMark is the cache breakpoint the Anthropic adapter places.
 const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 
@@ -23,9 +53,10 @@ const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 // a pure function of req. Members, in this order: model, max_tokens
 // (config.maxTokens, else DefaultAnthropicMaxTokens), system (when the head
 // message is a system message with text), messages, tools (when any),
-// temperature, stop_sequences (each when set), stream true. The config's
-// reasoningEffort is not sent (the Messages API takes a thinking budget,
-// not an effort).
+// temperature, stop_sequences (each when set), thinking (when the config
+// sets a reasoningEffort, see thinkingBudget: {"type":"enabled",
+// "budget_tokens":N}, N clamped below max_tokens; none when that leaves
+// less than the API's minimum of 1024), stream true.
 //
 // Node 0: a leading system message becomes the system member, one text
 // block; an empty head sends no system. A later system message that
@@ -37,12 +68,17 @@ const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 // url as a "url" source, base64 data as a "base64" source); tool results
 // become tool_result blocks {tool_use_id, content, is_error when set},
 // placed before the message's other blocks as the API requires; assistant
-// reasoning with a recorded signature becomes a thinking block (without
-// one it cannot be verified and is left out), text a text block, tool
+// reasoning with a recorded signature becomes a thinking block, also when
+// its text is empty (without a signature it cannot be verified and is left
+// out), a block the decoder kept whole (redacted_thinking, or any type the
+// surface does not map) goes back unchanged, text a text block, tool
 // calls tool_use blocks whose input is the call's arguments (an empty or
-// non-object argument string is sent as {}). Empty text is left out;
-// consecutive wire messages of one role are merged into one, so the
-// results of parallel calls share one user message.
+// non-object argument string is sent as {}). Blank text (empty or only
+// whitespace) is left out: the API refuses a text block without
+// non-whitespace text. A tool call without a result and a result that
+// answers no call are left out (see paired). Consecutive wire messages of
+// one role are merged into one, so the results of parallel calls share
+// one user message.
 //
 // Cache breakpoints (cache_control {"type":"ephemeral"}), at most three,
 // on the stable prefix:
@@ -132,6 +168,17 @@ func EncodeAnthropic(req *Request) ([]byte, error) {
 	if err := w.sampling(&req.Config, "temperature", "stop_sequences"); err != nil {
 		return nil, err
 	}
+	if budget, ok := thinkingBudget(req.Config.ReasoningEffort); ok && budget > 0 {
+		// budget_tokens must be at least 1024 and below max_tokens: an
+		// effort whose budget does not fit is clamped below max_tokens, and
+		// a max_tokens that leaves no room for 1024 sends no thinking.
+		budget = min(budget, maxTokens-1)
+		if budget >= minThinkingBudget {
+			w.raw(`,"thinking":{"type":"enabled","budget_tokens":`)
+			w.b = strconv.AppendInt(w.b, budget, 10)
+			w.raw(`}`)
+		}
+	}
 	w.raw(`,"stream":true}`)
 	if w.err != nil {
 		return nil, fmt.Errorf("llm: encode: %w", w.err)
@@ -198,8 +245,9 @@ func anthropicMessages(req *Request) ([]wireMessage, error) {
 	var msgs []wireMessage
 	_, _, start := systemHead(req)
 	checkpoint, checkpointBlocks := -1, 0
-	for i := start; i < len(req.Messages); i++ {
-		m := req.Messages[i]
+	all := paired(req.Messages)
+	for i := start; i < len(all); i++ {
+		m := all[i]
 		if m == nil {
 			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
 		}
@@ -284,7 +332,7 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 			b := &m.Content[i]
 			switch b.Type {
 			case surface.BlockText:
-				if b.Text == "" {
+				if blank(b.Text) {
 					continue
 				}
 				add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(b.Text); w.raw(`}`) })
@@ -325,7 +373,7 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 					w.raw(`}`)
 				})
 			case surface.BlockText:
-				if b.Text == "" {
+				if blank(b.Text) {
 					continue
 				}
 				add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(b.Text); w.raw(`}`) })
@@ -342,12 +390,37 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 					w.b = append(w.b, argumentsObject(b.Arguments)...)
 					w.raw(`}`)
 				})
+			default:
+				if raw, ok := anthropicRaw(b); ok {
+					add(func(w *writer) { w.b = append(w.b, raw...) })
+				}
 			}
 		}
 		return "assistant", out, err
 	}
 	return "", nil, fmt.Errorf("role %q cannot be sent", m.Role)
 }
+
+// anthropicRaw returns an assistant block the decoder kept whole because
+// its type is not one the surface maps (redacted_thinking, server tool
+// blocks, and types added to the API later): the block as the API sent
+// it, compacted, to go back unchanged. Blocks of the types a user message
+// carries (image, file, document) are not such blocks and are not sent
+// from an assistant message.
+func anthropicRaw(b *surface.Block) ([]byte, bool) {
+	switch b.Type {
+	case "", "image", "file", "document":
+		return nil, false
+	}
+	c, err := jsontext.AppendFormat(nil, b.Unknown)
+	if err != nil || jsontext.Value(c).Kind() != '{' {
+		return nil, false
+	}
+	return c, true
+}
+
+// blank reports whether text has nothing but whitespace.
+func blank(text string) bool { return strings.TrimSpace(text) == "" }
 
 // argumentsObject returns a tool call's arguments as a compact JSON
 // object: {} when they are empty or not an object.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/surface"
 )
@@ -141,6 +142,13 @@ type part struct {
 	// signature, Gemini's thoughtSignature), kept in the block's
 	// "signature" member so it can be sent back.
 	sig string
+	// providerID is the id a Gemini functionCall carried ("" when the
+	// client named the call).
+	providerID string
+	// raw is a block of a type the adapter does not map (Anthropic's
+	// redacted_thinking, server tool blocks, ...), kept as the API sent it
+	// so it can go back unchanged; kind is then 0.
+	raw jsontext.Value
 }
 
 // assembler folds chunks into output blocks. The client, the scripted
@@ -159,7 +167,10 @@ type assembler struct {
 	finish   string
 	finished bool
 	failure  jsontext.Value // error object sent in the stream
-	dec      chunkDecoder
+	// blocked is Gemini's promptFeedback.blockReason (and its message)
+	// of a response that has no candidate: the prompt was refused.
+	blocked, blockedWhy string
+	dec                 chunkDecoder
 	// progress counts the payloads that advanced the reply: new text,
 	// reasoning or tool-call data, a finish reason, usage or an error.
 	progress int
@@ -328,16 +339,23 @@ func (a *assembler) result(done bool) *Result {
 	for _, p := range a.parts {
 		switch p.kind {
 		case DeltaText:
-			r.Content = append(r.Content, surface.Text(p.text.String()))
+			b := surface.Text(p.text.String())
+			b.Unknown = signed(p.sig)
+			r.Content = append(r.Content, b)
 		case DeltaReasoning:
 			r.Content = append(r.Content, surface.Block{Type: surface.BlockReasoning, Text: p.text.String(), Unknown: signed(p.sig)})
+		case 0:
+			var b surface.Block
+			if json.Unmarshal(p.raw, &b) == nil && b.Type != "" {
+				r.Content = append(r.Content, b)
+			}
 		case DeltaToolCall:
 			id := p.id
 			if id == "" {
 				id = "call_" + strconv.Itoa(p.call)
 			}
 			b := surface.ToolCall(id, p.name, p.text.String())
-			b.Unknown = signed(p.sig)
+			b.Unknown = blockExtra(p.sig, p.providerID)
 			r.Content = append(r.Content, b)
 		}
 	}

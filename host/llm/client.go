@@ -266,10 +266,15 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 			e.Detail = c.redactString(e.Detail)
 			return fail(a, e)
 		}
+		if a.blocked != "" {
+			return fail(a, blockedError(provider, a))
+		}
 		return c.complete(a, true, provider, rec, since())
 	}
 	done, err := c.pump(stream, a, rec, since, watch.kick)
 	switch {
+	case a.failure == nil && a.blocked != "" && !a.finished:
+		return fail(a, blockedError(provider, a))
 	case done:
 		return c.complete(a, true, provider, rec, since())
 	case a.failure != nil:

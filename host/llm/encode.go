@@ -36,7 +36,9 @@ const ProviderDeepSeek = "deepseek"
 //     when the message only calls tools) and tool_calls [{id, type
 //     "function", function {name, arguments}}];
 //   - block types a role cannot carry are left out, and a message left with
-//     nothing to send is not sent.
+//     nothing to send is not sent;
+//   - a tool call without a result, and a result that answers no call, are
+//     not sent (see paired: a reply cut by the output limit mid call).
 //
 // Tools are sent as {"type":"function","function":schema}; a schema that
 // already has that form is sent as is, and an MCP-style schema
@@ -68,12 +70,13 @@ func EncodeRequest(req *Request) ([]byte, error) {
 	w.raw(`{"model":`)
 	w.str(req.Config.Model)
 	w.raw(`,"messages":[`)
+	msgs := paired(req.Messages)
 	var spans []bool
 	if req.Config.Provider == ProviderDeepSeek {
-		spans = toolSpans(req.Messages)
+		spans = toolSpans(msgs)
 	}
 	n := 0
-	for i, m := range req.Messages {
+	for i, m := range msgs {
 		if m == nil {
 			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
 		}

@@ -25,6 +25,7 @@ const (
 	CodeTimeout          = "TIMEOUT"                 // a client timeout expired
 	CodeNetwork          = "NETWORK"                 // the provider could not be reached
 	CodeResponseTooLarge = "RESPONSE_TOO_LARGE"      // the response exceeded the route's size cap
+	CodePromptBlocked    = "PROMPT_BLOCKED"          // the provider refused the prompt (Gemini promptFeedback.blockReason); not retried
 )
 
 // Error is a failed model call. Use errors.As to read it, or errors.Is with
@@ -57,6 +58,7 @@ var (
 	ErrTimeout          = &Error{Code: CodeTimeout}
 	ErrNetwork          = &Error{Code: CodeNetwork}
 	ErrResponseTooLarge = &Error{Code: CodeResponseTooLarge}
+	ErrPromptBlocked    = &Error{Code: CodePromptBlocked}
 )
 
 func (e *Error) Error() string {
@@ -327,6 +329,19 @@ func seconds(s float64) time.Duration {
 		return maxRetryAfter
 	}
 	return time.Duration(s * float64(time.Second))
+}
+
+// blockedError is the error of a response that blocked the prompt: the
+// same request would be blocked again, so it is not retryable, and the
+// reason is kept in Detail.
+func blockedError(provider string, a *assembler) *Error {
+	detail := a.blocked
+	if a.blockedWhy != "" {
+		detail += ": " + a.blockedWhy
+	}
+	return &Error{Code: CodePromptBlocked, Provider: provider, Detail: shorten(detail),
+		What: "the provider blocked the prompt and sent no reply",
+		Hint: "change the message or the history that the provider refused"}
 }
 
 // streamError classifies an error object a provider sent inside the stream.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-json-experiment/json"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -16,9 +17,10 @@ import (
 // {"functionDeclarations":[...]} entry, each {name, description,
 // parametersJsonSchema}: tool schemas are JSON Schema, which that member
 // takes as is, where "parameters" takes only an OpenAPI subset),
-// generationConfig (when the config sets temperature, maxTokens or stop:
-// temperature, maxOutputTokens, stopSequences). The config's
-// reasoningEffort is not sent.
+// generationConfig (when the config sets temperature, maxTokens, stop or
+// a reasoningEffort: temperature, maxOutputTokens, stopSequences,
+// thinkingConfig {thinkingBudget (see thinkingBudget; 0 for "none"),
+// includeThoughts true when the budget is not 0}).
 //
 // Node 0: a leading system message becomes systemInstruction {parts:
 // [{text}]}; an empty head sends none. A later system message is sent at
@@ -29,9 +31,13 @@ import (
 // data} (base64) or fileData {fileUri} (url); a tool result →
 // functionResponse {name, response: {"output": text}} or {"error": text}
 // for a failed call, its name found from the call it answers; assistant
-// text → {text}, a tool call → functionCall {name, args} (an empty or
-// non-object argument string is sent as {}) with its recorded
-// thoughtSignature; reasoning is not sent back. Consecutive wire messages
+// text → {text} with its recorded thoughtSignature (a signed part with no
+// text is sent too), a tool call → functionCall {id, name, args} (id when
+// the API gave the call one; an empty or non-object argument string is
+// sent as {}) with its recorded thoughtSignature, and the functionResponse
+// that answers it carries the same id; reasoning is not sent back. A call without a response
+// and a response that answers no call are left out (see paired), so the
+// counts of functionCall and functionResponse parts match. Consecutive wire messages
 // of one role are merged, so the responses to parallel calls share one
 // content, as the API asks.
 //
@@ -45,9 +51,10 @@ func EncodeGemini(req *Request) ([]byte, error) {
 	}
 	var msgs []wireMessage
 	system, hasSystem, start := systemHead(req)
-	names := map[string]string{} // tool call id → name
-	for i := start; i < len(req.Messages); i++ {
-		m := req.Messages[i]
+	names := map[string]geminiCall{} // tool call id → the call
+	all := paired(req.Messages)
+	for i := start; i < len(all); i++ {
+		m := all[i]
 		if m == nil {
 			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
 		}
@@ -107,7 +114,8 @@ func EncodeGemini(req *Request) ([]byte, error) {
 		w.raw(`]}]`)
 	}
 	c := &req.Config
-	if c.Temperature != nil || c.MaxTokens != nil || len(c.Stop) > 0 {
+	budget, thinking := thinkingBudget(c.ReasoningEffort)
+	if c.Temperature != nil || c.MaxTokens != nil || len(c.Stop) > 0 || thinking {
 		w.raw(`,"generationConfig":{`)
 		n := len(w.b)
 		if err := w.sampling(c, "temperature", "stopSequences"); err != nil {
@@ -116,6 +124,14 @@ func EncodeGemini(req *Request) ([]byte, error) {
 		if c.MaxTokens != nil {
 			w.raw(`,"maxOutputTokens":`)
 			w.b = strconv.AppendInt(w.b, *c.MaxTokens, 10)
+		}
+		if thinking {
+			w.raw(`,"thinkingConfig":{"thinkingBudget":`)
+			w.b = strconv.AppendInt(w.b, budget, 10)
+			if budget > 0 {
+				w.raw(`,"includeThoughts":true`)
+			}
+			w.raw(`}`)
 		}
 		// The members were written each with a leading comma.
 		w.b = append(w.b[:n], w.b[n+1:]...)
@@ -128,7 +144,10 @@ func EncodeGemini(req *Request) ([]byte, error) {
 	return w.b, nil
 }
 
-func geminiParts(m *surface.Message, names map[string]string) (role string, out [][]byte, err error) {
+// geminiCall is what a functionResponse repeats of the call it answers.
+type geminiCall struct{ name, providerID string }
+
+func geminiParts(m *surface.Message, names map[string]geminiCall) (role string, out [][]byte, err error) {
 	add := func(f func(w *writer)) {
 		b, e := enc(f)
 		if e != nil && err == nil {
@@ -151,18 +170,21 @@ func geminiParts(m *surface.Message, names map[string]string) (role string, out 
 				if b.ToolCallID == "" {
 					return "", nil, fmt.Errorf("tool-result block %d has no toolCallId", i)
 				}
-				name, ok := names[b.ToolCallID]
-				if !ok {
-					return "", nil, fmt.Errorf("tool-result block %d answers call %q, which no earlier message makes (Gemini needs the function name)", i, b.ToolCallID)
-				}
+				call := names[b.ToolCallID] // paired kept only results of sent calls
 				out0, _ := joinText(b.Content)
 				key := "output"
 				if b.IsError {
 					key = "error"
 				}
 				add(func(w *writer) {
-					w.raw(`{"functionResponse":{"name":`)
-					w.str(name)
+					w.raw(`{"functionResponse":{`)
+					if call.providerID != "" {
+						w.raw(`"id":`)
+						w.str(call.providerID)
+						w.raw(`,`)
+					}
+					w.raw(`"name":`)
+					w.str(call.name)
 					w.raw(`,"response":{"` + key + `":`)
 					w.str(out0)
 					w.raw(`}}}`)
@@ -200,17 +222,34 @@ func geminiParts(m *surface.Message, names map[string]string) (role string, out 
 			b := &m.Content[i]
 			switch b.Type {
 			case surface.BlockText:
-				if b.Text != "" {
-					text(b.Text)
+				sig := signatureOf(b)
+				if b.Text == "" && sig == "" {
+					continue
 				}
+				add(func(w *writer) {
+					w.raw(`{"text":`)
+					w.str(b.Text)
+					if sig != "" {
+						w.raw(`,"thoughtSignature":`)
+						w.str(sig)
+					}
+					w.raw(`}`)
+				})
 			case surface.BlockToolCall:
 				if b.ID == "" || b.Name == "" {
 					return "", nil, fmt.Errorf("tool-call block %d needs an id and a name", i)
 				}
-				names[b.ID] = b.Name
+				pid := providerIDOf(b)
+				names[b.ID] = geminiCall{b.Name, pid}
 				sig := signatureOf(b)
 				add(func(w *writer) {
-					w.raw(`{"functionCall":{"name":`)
+					w.raw(`{"functionCall":{`)
+					if pid != "" {
+						w.raw(`"id":`)
+						w.str(pid)
+						w.raw(`,`)
+					}
+					w.raw(`"name":`)
 					w.str(b.Name)
 					w.raw(`,"args":`)
 					w.b = append(w.b, argumentsObject(b.Arguments)...)
@@ -226,4 +265,19 @@ func geminiParts(m *surface.Message, names map[string]string) (role string, out 
 		return "model", out, err
 	}
 	return "", nil, fmt.Errorf("role %q cannot be sent", m.Role)
+}
+
+// providerIDOf returns the id the API gave a call (see blockExtra), ""
+// when the client named it.
+func providerIDOf(b *surface.Block) string {
+	if len(b.Unknown) == 0 {
+		return ""
+	}
+	var s struct {
+		ID string `json:"providerId"`
+	}
+	if json.Unmarshal(b.Unknown, &s) != nil {
+		return ""
+	}
+	return s.ID
 }

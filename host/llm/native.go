@@ -9,11 +9,25 @@ import (
 )
 
 // signed is the Unknown member of a block carrying signature sig.
-func signed(sig string) jsontext.Value {
-	if sig == "" {
+func signed(sig string) jsontext.Value { return blockExtra(sig, "") }
+
+// blockExtra is the Unknown of a block: its signature and, for a Gemini
+// functionCall that carried an id, that id as "providerId" (the block's
+// own id may be one the client made up, which is not sent back).
+func blockExtra(sig, providerID string) jsontext.Value {
+	if sig == "" && providerID == "" {
 		return nil
 	}
-	b, _ := jsontext.AppendQuote([]byte(`{"signature":`), sig)
+	b := []byte(`{`)
+	if sig != "" {
+		b, _ = jsontext.AppendQuote(append(b, `"signature":`...), sig)
+	}
+	if providerID != "" {
+		if sig != "" {
+			b = append(b, ',')
+		}
+		b, _ = jsontext.AppendQuote(append(b, `"providerId":`...), providerID)
+	}
 	return append(b, '}')
 }
 
@@ -69,11 +83,12 @@ type anthropicEvent struct {
 		Usage *anthropicUsage `json:"usage"`
 	} `json:"message"`
 	ContentBlock *struct {
-		Type     string `json:"type"`
-		ID       string `json:"id"`
-		Name     string `json:"name"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		Text      string `json:"text"`
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
 	} `json:"content_block"`
 	Delta *struct {
 		Type        string `json:"type"`
@@ -100,7 +115,8 @@ type anthropicEvent struct {
 }
 
 // anthropic folds one event of the Messages stream: message_start
-// (usage), content_block_start (a text, thinking or tool_use block),
+// (usage), content_block_start (a text, thinking or tool_use block; a
+// block of any other type, such as redacted_thinking, is kept whole),
 // content_block_delta (text_delta, thinking_delta, signature_delta,
 // input_json_delta), content_block_stop, message_delta (stop_reason and
 // cumulative usage), message_stop, ping and error. The event's type is the
@@ -127,12 +143,17 @@ func (a *assembler) anthropic(p []byte, name string) {
 				a.block(i, DeltaText)
 				a.text(DeltaText, b.Text)
 			case "thinking":
-				a.block(i, DeltaReasoning)
-				a.text(DeltaReasoning, b.Thinking)
-				a.parts[len(a.parts)-1].sig = b.Signature
+				a.thinking(b.Thinking, b.Signature)
 			case "tool_use":
 				n := i
 				a.tool(&toolDelta{Index: &n, ID: b.ID, Name: b.Name, Arguments: textField{s: string(argumentsObject(string(b.Input))), set: true}})
+			default:
+				var whole struct {
+					Content []jsontext.Value `json:"content"`
+				}
+				if json.Unmarshal(p, &whole, lenient) == nil && i < len(whole.Content) {
+					a.rawBlock(whole.Content[i])
+				}
 			}
 		}
 		if ev.Usage != nil {
@@ -159,12 +180,16 @@ func (a *assembler) anthropic(p []byte, name string) {
 				a.text(DeltaText, b.Text)
 			}
 		case "thinking":
-			a.block(*ev.Index, DeltaReasoning)
-			if b.Thinking != "" {
-				a.text(DeltaReasoning, b.Thinking)
-			}
+			a.thinking(b.Thinking, b.Signature)
 		case "tool_use":
 			a.tool(&toolDelta{Index: ev.Index, ID: b.ID, Name: b.Name})
+		default:
+			var start struct {
+				ContentBlock jsontext.Value `json:"content_block"`
+			}
+			if json.Unmarshal(p, &start, lenient) == nil {
+				a.rawBlock(start.ContentBlock)
+			}
 		}
 	case "content_block_delta":
 		d := ev.Delta
@@ -208,6 +233,41 @@ func (a *assembler) anthropic(p []byte, name string) {
 		}
 		a.progress++
 	}
+}
+
+// geminiText adds a text or thought part. A part with a thoughtSignature
+// starts a block of its own that keeps the signature (the API asks to get
+// it back on the same part), even when its text is empty.
+func (a *assembler) geminiText(kind DeltaKind, text, sig string) {
+	if sig != "" {
+		a.parts = append(a.parts, &part{kind: kind, sig: sig})
+		a.progress++
+	}
+	if text != "" {
+		a.text(kind, text)
+	}
+}
+
+// thinking starts a thinking block: always a part of its own, even with
+// no text, so that a signature that follows (signature_delta) stays with
+// it and a signed empty thinking block is kept.
+func (a *assembler) thinking(text, sig string) {
+	a.parts = append(a.parts, &part{kind: DeltaReasoning, sig: sig})
+	if text != "" {
+		a.text(DeltaReasoning, text)
+	}
+	a.progress++
+}
+
+// rawBlock keeps a content block of a type the adapter does not map, as
+// the API sent it (compacted), to be sent back unchanged.
+func (a *assembler) rawBlock(raw jsontext.Value) {
+	c, err := jsontext.AppendFormat(nil, raw)
+	if err != nil || jsontext.Value(c).Kind() != '{' {
+		return
+	}
+	a.parts = append(a.parts, &part{raw: c})
+	a.progress++
 }
 
 // block starts a new text or reasoning part for content block index, so
@@ -267,15 +327,21 @@ type geminiChunk struct {
 		} `json:"content"`
 		FinishReason string `json:"finishReason"`
 	} `json:"candidates"`
-	UsageMetadata *geminiUsage   `json:"usageMetadata"`
-	ResponseID    string         `json:"responseId"`
-	Error         jsontext.Value `json:"error"`
+	UsageMetadata  *geminiUsage `json:"usageMetadata"`
+	PromptFeedback *struct {
+		BlockReason        string `json:"blockReason"`
+		BlockReasonMessage string `json:"blockReasonMessage"`
+	} `json:"promptFeedback"`
+	ResponseID string         `json:"responseId"`
+	Error      jsontext.Value `json:"error"`
 }
 
 // gemini folds one GenerateContentResponse chunk of the
 // streamGenerateContent?alt=sse stream: candidate 0's parts (text, thought
 // text, whole functionCalls), its finishReason, and usageMetadata (each
 // chunk's replaces the last). A chunk {"error":{...}} fails the stream.
+// A chunk with promptFeedback.blockReason and no candidate says the
+// prompt was blocked (see CodePromptBlocked); its usage is still read.
 // A functionCall without an id gets "<responseId>-<n>" (or "call_<n>"),
 // n its position among the reply's calls. A JSON array of chunks (the
 // body without alt=sse) is read chunk by chunk.
@@ -299,6 +365,10 @@ func (a *assembler) gemini(p []byte) {
 		a.failure = c.Error
 		a.progress++
 		return
+	}
+	if f := c.PromptFeedback; f != nil && f.BlockReason != "" && f.BlockReason != "BLOCK_REASON_UNSPECIFIED" && len(c.Candidates) == 0 {
+		a.blocked, a.blockedWhy = f.BlockReason, f.BlockReasonMessage
+		a.progress++
 	}
 	for i := range c.Candidates {
 		cand := &c.Candidates[i]
@@ -324,17 +394,12 @@ func (a *assembler) gemini(p []byte) {
 					}
 					a.tool(&toolDelta{Index: &n, ID: id, Name: part.FunctionCall.Name,
 						Arguments: textField{s: string(compact), set: true}})
-					if part.ThoughtSignature != "" {
-						a.calls[n].sig = part.ThoughtSignature
-					}
+					a.calls[n].sig = part.ThoughtSignature
+					a.calls[n].providerID = part.FunctionCall.ID
 				case part.Text != nil && part.Thought:
-					if *part.Text != "" {
-						a.text(DeltaReasoning, *part.Text)
-					}
+					a.geminiText(DeltaReasoning, *part.Text, part.ThoughtSignature)
 				case part.Text != nil:
-					if *part.Text != "" {
-						a.text(DeltaText, *part.Text)
-					}
+					a.geminiText(DeltaText, *part.Text, part.ThoughtSignature)
 				}
 			}
 		}

@@ -34,6 +34,12 @@ func ThinkingStart(index int) string {
 	return AnthropicEvent("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":""}}`, index))
 }
 
+// RedactedThinkingStart is content block index of type
+// redacted_thinking: its encrypted data comes whole, with no delta.
+func RedactedThinkingStart(index int, data string) string {
+	return AnthropicEvent("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"redacted_thinking","data":%s}}`, index, quote(data)))
+}
+
 // ToolUseStart opens tool_use content block index.
 func ToolUseStart(index int, id, name string) string {
 	return AnthropicEvent("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%s,"name":%s,"input":{}}}`,
@@ -199,6 +205,17 @@ func GeminiError(status int, state, message, retryDelay string) Reply {
 	}
 	return Reply{Status: status, Body: []byte(`{"error":{"code":` + strconv.Itoa(status) + `,"message":` + quote(message) +
 		`,"status":` + quote(state) + details + `}}`)}
+}
+
+// GeminiBlocked is the chunk of a blocked prompt: promptFeedback with
+// blockReason and no candidate, with usage (a usageMetadata object) when
+// not empty.
+func GeminiBlocked(reason, usage string) string {
+	c := `{"promptFeedback":{"blockReason":` + quote(reason) + `}`
+	if usage != "" {
+		c += `,"usageMetadata":` + usage
+	}
+	return GeminiChunk(c + `,"responseId":"resp-llmtest"}`)
 }
 
 // GeminiStreamError is a mid-stream error chunk.
