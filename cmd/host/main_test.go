@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,8 +33,40 @@ var testHome string
 // with it.
 var wazeroCache string
 
+// testRunsDir holds one folder per test run of this package, named after
+// the process that made it. A run that was killed (go test's timeout, a
+// Ctrl-C) cannot remove its own; the next run removes every folder whose
+// process is gone, so a killed run leaves nothing behind for long.
+var testRunsDir = filepath.Join(os.TempDir(), "weir-cli-tests")
+
+// runDir makes this run's folder under testRunsDir after removing those of
+// runs whose process no longer exists.
+func runDir() (string, error) {
+	if err := os.MkdirAll(testRunsDir, 0o755); err != nil {
+		return "", err
+	}
+	entries, _ := os.ReadDir(testRunsDir)
+	for _, e := range entries {
+		pid, _, ok := strings.Cut(e.Name(), "-")
+		if n, err := strconv.Atoi(pid); ok && err == nil && !processAlive(n) {
+			os.RemoveAll(filepath.Join(testRunsDir, e.Name()))
+		}
+	}
+	return os.MkdirTemp(testRunsDir, strconv.Itoa(os.Getpid())+"-")
+}
+
+// processAlive reports whether a process with that id exists.
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "weir-cli-")
+	dir, err := runDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
