@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -74,7 +74,7 @@ func evalCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: host eval [flags] SESSION")
+		return usagef("usage: %[1]s eval [flags] SESSION", prog)
 	}
 	opts := eval.Options{Probes: probes}
 	if *probeFile != "" {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	hostBin = filepath.Join(dir, "host")
+	hostBin = filepath.Join(dir, "weir")
 	testHome = filepath.Join(dir, "home")
 	wazeroCache = os.Getenv("WEIR_WAZERO_CACHE")
 	if wazeroCache == "" {
@@ -80,8 +80,8 @@ func TestMain(m *testing.M) {
 	// In-process commands compile into the same cache, never the user's.
 	os.Setenv("WEIR_WAZERO_CACHE", wazeroCache)
 	code := 1
-	if out, err := exec.Command("go", "build", "-o", hostBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build host: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", hostBin, "../weir").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build weir: %v\n%s", err, out)
 	} else if err := os.MkdirAll(testHome, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
@@ -289,11 +289,11 @@ func TestErrorsAndExitCodes(t *testing.T) {
 		want string
 	}{
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
-		{"replay without file", []string{"replay"}, 2, "usage: host replay"},
+		{"replay without file", []string{"replay"}, 2, "usage: weir replay"},
 		{"missing file", []string{"replay", filepath.Join(dir, "nope.jsonl")}, 1, "no such file"},
 		{"invalid event", []string{"replay", bad}, 1, "seq 0"},
-		{"request without --at", []string{"request", bad}, 2, "usage: host request"},
-		{"run without key", []string{"run", "--session", filepath.Join(dir, "s.jsonl"), "hi"}, 1, `host run --route offline "hello"`},
+		{"request without --at", []string{"request", bad}, 2, "usage: weir request"},
+		{"run without key", []string{"run", "--session", filepath.Join(dir, "s.jsonl"), "hi"}, 1, `weir run --route offline "hello"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -115,7 +115,7 @@ func (o *runOptions) open(cfg *config.Config, log hclog.Logger) (*setup.Route, e
 	var missing *setup.MissingKeyError
 	if errors.As(err, &missing) {
 		return nil, fmt.Errorf("no API key: $%s is empty. Set it (or name another variable with --api-key-env), "+
-			"or try the offline model: host run --route offline \"hello\"", missing.Env)
+			"or try the offline model: %s run --route offline \"hello\"", missing.Env, prog)
 	}
 	return r, err
 }

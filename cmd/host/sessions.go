@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -174,7 +174,7 @@ func sessionsCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 || (pos[0] != "list" && pos[0] != "expire") || (pos[0] == "expire") != (*olderThan > 0) {
-		return usagef("usage: host sessions list [--store STORE] | host sessions expire --older-than DURATION [--store STORE]")
+		return usagef("usage: %[1]s sessions list [--store STORE] | %[1]s sessions expire --older-than DURATION [--store STORE]", prog)
 	}
 	ctx := context.Background()
 	st, err := o.open(ctx, e, "sessions", *spec)
@@ -225,7 +225,7 @@ func exportCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 || *to == "" {
-		return usagef("usage: host export SESSION --to STORE [--from STORE] [--id ID]")
+		return usagef("usage: %[1]s export SESSION --to STORE [--from STORE] [--id ID]", prog)
 	}
 	return copySession(e, o, "export", *from, *to, pos[0], *id)
 }
@@ -240,7 +240,7 @@ func importCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 || *from == "" {
-		return usagef("usage: host import SESSION --from STORE [--to STORE] [--id ID]")
+		return usagef("usage: %[1]s import SESSION --from STORE [--to STORE] [--id ID]", prog)
 	}
 	return copySession(e, o, "import", *from, *to, pos[0], *id)
 }

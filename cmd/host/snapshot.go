@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ func snapshotCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 2 {
-		return usagef("usage: host snapshot [--check] SESSION DIR")
+		return usagef("usage: %[1]s snapshot [--check] SESSION DIR", prog)
 	}
 	ld, err := loadLog(pos[0])
 	if err != nil {
@@ -38,8 +38,8 @@ func snapshotCmd(e *env, args []string) error {
 		var me *snapshot.MismatchError
 		if errors.As(err, &me) {
 			fmt.Fprint(e.stdout, termSafe(me.Diff))
-			return &exitStatus{code: 1, msg: fmt.Sprintf("%s: what the model sees changed (%d changed, %d new, %d gone files; diff above); rewrite the snapshot with \"host snapshot %s %s\" if the change is intended",
-				pos[1], len(me.Changed), len(me.Added), len(me.Removed), pos[0], pos[1])}
+			return &exitStatus{code: 1, msg: fmt.Sprintf("%s: what the model sees changed (%d changed, %d new, %d gone files; diff above); rewrite the snapshot with \"%s snapshot %s %s\" if the change is intended",
+				pos[1], len(me.Changed), len(me.Added), len(me.Removed), prog, pos[0], pos[1])}
 		}
 		if err != nil {
 			return err

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestVersionLine: the line names the module version and, for a build
+// from a checkout, the VCS revision, whether it was dirty and its time.
+func TestVersionLine(t *testing.T) {
+	goes := " (" + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ")"
+	cases := []struct {
+		name string
+		info *debug.BuildInfo
+		want string
+	}{
+		{"no build information", nil, "weir (unknown)" + goes},
+		{"installed at a version", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}}, "weir v1.4.0" + goes},
+		{"a checkout", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.time", Value: "2026-12-01T10:00:00Z"}, {Key: "vcs.modified", Value: "false"}}},
+			"weir (devel) revision 0123abcd, 2026-12-01T10:00:00Z" + goes},
+		{"a dirty checkout", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "true"}}},
+			"weir (devel) revision 0123abcd, dirty" + goes},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { require.Equal(t, c.want, versionLine(c.info)) })
+	}
+}
+
+// TestVersionOfTheBuiltCommand: "version" and "--version" print the
+// built binary's line under the name it was invoked as, with the
+// revision of the checkout go build stamped in, and exit 0.
+func TestVersionOfTheBuiltCommand(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		r := runHost(t, dir, "", args...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Regexp(t, `^weir \S+( revision [0-9a-f]{40}(, dirty)?(, \S+)?)? \(go\S+ \S+/\S+\)\n$`, r.stdout)
+	}
+	r := runHost(t, dir, "", "version", "extra")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `weir version: unexpected argument "extra"`)
+}
+
+// TestMessagesUseTheInvokedName: a binary installed under another name
+// speaks of itself by that name in errors and help.
+func TestMessagesUseTheInvokedName(t *testing.T) {
+	dir := t.TempDir()
+	renamed := filepath.Join(dir, "agent")
+	require.NoError(t, os.Symlink(hostBin, renamed))
+	cmd := exec.Command(renamed, "replay")
+	cmd.Dir = dir
+	cmd.Env = hostEnv()
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 2, ee.ExitCode())
+	require.Contains(t, string(out), "agent replay: usage: agent replay [--json] FILE\nrun \"agent replay -h\" for its usage\n")
+	help, err := exec.Command(renamed, "help").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(help), "Usage: agent <command> [flags] [args]")
+}
