@@ -60,7 +60,8 @@ func TestParseArgs(t *testing.T) {
 		{"double dash as a flag value", []string{"--out", "--", "a"}, []string{"a"}, false, "--", ""},
 		{"double dash after a bool flag", []string{"--json", "--", "--out"}, []string{"--out"}, true, "", ""},
 		{"single dash is positional", []string{"-", "--json"}, []string{"-"}, true, "", ""},
-		{"unknown flag", []string{"a", "--bogus"}, nil, false, "", "unknown flag -bogus"},
+		{"unknown flag", []string{"a", "--bogus"}, nil, false, "", "unknown flag --bogus"},
+		{"unknown flag, one dash", []string{"a", "-bogus=1"}, nil, false, "", "unknown flag -bogus"},
 		{"missing value", []string{"a", "--out"}, nil, false, "", "flag needs an argument: -out"},
 	}
 	for _, c := range cases {
@@ -98,7 +99,8 @@ func TestHelpAndUsage(t *testing.T) {
 		{"-h of a command", []string{"run", "-h"}, 0, []string{"Usage: weir run [flags] [PROMPT...]", "-api-key-env", "-session"}, ""},
 		{"--help after an argument", []string{"inspect", "x.jsonl", "--help"}, 0, []string{"Usage: weir inspect [flags] FILE"}, ""},
 		{"help of a subcommand", []string{"plugins", "verify", "-h"}, 0, []string{"Usage: weir plugins [flags] list | verify [--name NAME] FILE.wasm"}, ""},
-		{"unknown flag named", []string{"replay", "x", "--jsn"}, 2, nil, "unknown flag -jsn"},
+		{"unknown flag named as typed", []string{"replay", "x", "--jsn"}, 2, nil, "unknown flag --jsn"},
+		{"log levels in help", []string{"run", "-h"}, 0, []string{"trace, debug, info, warn, error, off"}, ""},
 		{"help of an unknown command", []string{"help", "nope"}, 2, nil, `unknown command "nope"`},
 		{"stray argument to demo", []string{"demo", "extra", "--out", "f.jsonl"}, 2, nil, `unexpected argument "extra"`},
 		{"stray argument to plugins list", []string{"plugins", "list", "extra"}, 2, nil, `unexpected argument "extra"`},

@@ -81,7 +81,7 @@ func demoCmd(e *env, args []string) error {
 	out := fs.String("out", "", "session file to write (default: a new file under sessions.dir, .weir/sessions)")
 	configFile := fs.String("config", "", "configuration file: its plugins, sandbox, sessions.dir and log apply; the route, prompt and the configuration of compaction-basic and token-meter are the demo's own")
 	fixed := fs.Bool("fixed-clock", false, "use a fixed clock and counter ids, so the session file is the same on every run (examples/sessions/demo.jsonl is one)")
-	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
+	fs.String("log-level", "", "log level: trace, debug, info, warn, error, off (logs go to standard error)")
 	fs.String("log-format", "", "log format: text or json")
 	pos, err := parseArgs(fs, args)
 	if err != nil {

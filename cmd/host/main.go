@@ -204,7 +204,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			return nil, &helpRequest{fs: fs}
 		}
 		if err != nil {
-			return nil, usagef("%s", flagError(err))
+			return nil, usagef("%s", flagError(err, args))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -241,10 +241,17 @@ func isBoolFlag(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// flagError rewords the flag package's errors so they name the flag.
-func flagError(err error) string {
+// flagError rewords the flag package's errors so they name the flag as
+// the user typed it in args ("--jsn", not the package's "-jsn").
+func flagError(err error, args []string) string {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		// name is "-jsn" whether "-jsn" or "--jsn" was typed.
+		for _, a := range args {
+			if typed, _, _ := strings.Cut(a, "="); typed == name || typed == "-"+name {
+				return "unknown flag " + typed
+			}
+		}
 		return "unknown flag " + name
 	}
 	return msg

@@ -62,7 +62,7 @@ func (o *runOptions) flags(fs *flag.FlagSet, session bool) {
 		fs.StringVar(&o.session, "session", "", "session file, or session id of sessions.store (created when missing, resumed when present); default a new session in sessions.store (a new file under sessions.dir for the file store)")
 		fs.StringVar(&o.system, "system", "", `system prompt replacing the configured sections ("" for none)`)
 	}
-	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
+	fs.String("log-level", "", "log level: trace, debug, info, warn, error, off (logs go to standard error)")
 	fs.String("log-format", "", "log format: text or json")
 }
 

@@ -44,12 +44,28 @@ func snapshotCmd(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "%s: %d requests, %d prompt versions, %d header pins: unchanged\n", pos[1], len(snap.Requests), len(snap.Prompts), len(snap.Pins))
+		fmt.Fprintf(e.stdout, "%s: %s: unchanged\n", pos[1], snapshotCounts(snap))
 		return nil
 	}
 	if err := snap.Write(pos[1]); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s: %d requests, %d prompt versions, %d header pins written\n", pos[1], len(snap.Requests), len(snap.Prompts), len(snap.Pins))
+	fmt.Fprintf(e.stdout, "%s: %s written\n", pos[1], snapshotCounts(snap))
 	return nil
+}
+
+// snapshotCounts says what a snapshot holds: "8 requests, 2 prompt
+// versions, 1 header pin".
+func snapshotCounts(snap *snapshot.Snapshot) string {
+	return counted(len(snap.Requests), "request", "requests") + ", " +
+		counted(len(snap.Prompts), "prompt version", "prompt versions") + ", " +
+		counted(len(snap.Pins), "header pin", "header pins")
+}
+
+// counted is "1 thing" or "n things".
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
