@@ -169,6 +169,7 @@ func sessionsCmd(e *env, args []string) error {
 	o := newStoreFlags("sessions")
 	spec := o.fs.String("store", "", "the store to list instead of sessions.store: "+storeSpecHelp)
 	olderThan := o.fs.Duration("older-than", 0, "expire: delete the sessions not appended to for this long (and whose lease no writer holds)")
+	asJSON := o.fs.Bool("json", false, "list: print a JSON array of {id, events, createdAt, updatedAt}")
 	pos, err := parseArgs(o.fs, args)
 	if err != nil {
 		return err
@@ -201,18 +202,40 @@ func sessionsCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tEVENTS\tCREATED\tUPDATED")
+	iso := func(ms int64) string {
+		if ms == 0 {
+			return ""
+		}
+		return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+	}
 	stamp := func(ms int64) string {
 		if ms == 0 {
 			return "-"
 		}
-		return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+		return iso(ms)
 	}
+	if *asJSON {
+		out := make([]sessionJSON, 0, len(list))
+		for _, i := range list {
+			out = append(out, sessionJSON{ID: i.ID, Events: i.Events, CreatedAt: iso(i.CreatedAt), UpdatedAt: iso(i.UpdatedAt)})
+		}
+		return writeJSON(e.stdout, out)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tEVENTS\tCREATED\tUPDATED")
 	for _, i := range list {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", i.ID, i.Events, stamp(i.CreatedAt), stamp(i.UpdatedAt))
 	}
 	return tw.Flush()
+}
+
+// sessionJSON is one entry of "weir sessions list --json"; a time the
+// store does not know is left out.
+type sessionJSON struct {
+	ID        string `json:"id"`
+	Events    int64  `json:"events"`
+	CreatedAt string `json:"createdAt,omitzero"`
+	UpdatedAt string `json:"updatedAt,omitzero"`
 }
 
 func exportCmd(e *env, args []string) error {
