@@ -277,14 +277,16 @@ func runCmd(e *env, args []string) error {
 	return nil
 }
 
-// isTerminal reports whether r is an interactive terminal.
+// isTerminal reports whether r is an interactive terminal: a character
+// device with terminal attributes (/dev/null is a character device, and
+// not a terminal).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false
 	}
 	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && isTTY(f.Fd())
 }
 
 // chat is the interactive prompt loop: one turn per line. Ctrl-C cancels the

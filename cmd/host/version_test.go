@@ -67,3 +67,23 @@ func TestMessagesUseTheInvokedName(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(help), "Usage: agent <command> [flags] [args]")
 }
+
+// TestRunFromDevNullIsNotInteractive: /dev/null is a character device but
+// no terminal, so "run" reads the prompt from it, finds none, and says so
+// with status 2 instead of starting the interactive prompt.
+func TestRunFromDevNullIsNotInteractive(t *testing.T) {
+	dir := t.TempDir()
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	cmd := exec.Command(hostBin, "run", "--route", "offline")
+	cmd.Dir = dir
+	cmd.Env = hostEnv()
+	cmd.Stdin = null
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, string(out))
+	require.Equal(t, 2, ee.ExitCode())
+	require.Contains(t, string(out), "give a prompt as arguments or on standard input")
+	require.NotContains(t, string(out), "> ")
+}
