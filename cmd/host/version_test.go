@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -86,4 +88,27 @@ func TestRunFromDevNullIsNotInteractive(t *testing.T) {
 	require.Equal(t, 2, ee.ExitCode())
 	require.Contains(t, string(out), "give a prompt as arguments or on standard input")
 	require.NotContains(t, string(out), "> ")
+}
+
+// TestDemoWorkspaceAsDocumented: docs/cli.md names the folders of the
+// demo's scratch examples folder.
+func TestDemoWorkspaceAsDocumented(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "cli.md"))
+	require.NoError(t, err)
+	doc := string(raw)
+	i := strings.Index(doc, "`examples` folder (`")
+	require.GreaterOrEqual(t, i, 0, "docs/cli.md lists the demo's folders")
+	listed := doc[i+len("`examples` folder (`"):]
+	listed = listed[:strings.Index(listed, "`")]
+	seen := map[string]bool{}
+	var folders []string
+	for p := range demoWorkspace {
+		top, _, _ := strings.Cut(strings.TrimPrefix(p, "examples/"), "/")
+		if !seen[top] {
+			seen[top] = true
+			folders = append(folders, top+"/")
+		}
+	}
+	sort.Strings(folders)
+	require.Equal(t, strings.Join(folders, " "), listed)
 }
