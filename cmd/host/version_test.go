@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -111,4 +114,26 @@ func TestDemoWorkspaceAsDocumented(t *testing.T) {
 	}
 	sort.Strings(folders)
 	require.Equal(t, strings.Join(folders, " "), listed)
+}
+
+// TestReplayJSONDocExample: the events and nodes docs/cli.md shows for
+// "replay --json" are those of the shipped sample.
+func TestReplayJSONDocExample(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "cli.md"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`"events": (\d+), "nodes": \[([\d, ]+)\]`).FindStringSubmatch(string(raw))
+	require.NotNil(t, m, "docs/cli.md shows replay --json")
+	r := runHost(t, t.TempDir(), "", "replay", "--json", filepath.Join(repoRoot(t), "examples", "sessions", "demo.jsonl"))
+	require.Equal(t, 0, r.code, r.stderr)
+	var got struct {
+		Events int     `json:"events"`
+		Nodes  []int64 `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.Equal(t, m[1], strconv.Itoa(got.Events))
+	var nodes []string
+	for _, n := range got.Nodes {
+		nodes = append(nodes, strconv.FormatInt(n, 10))
+	}
+	require.Equal(t, m[2], strings.Join(nodes, ", "))
 }
