@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -60,7 +60,8 @@ func TestParseArgs(t *testing.T) {
 		{"double dash as a flag value", []string{"--out", "--", "a"}, []string{"a"}, false, "--", ""},
 		{"double dash after a bool flag", []string{"--json", "--", "--out"}, []string{"--out"}, true, "", ""},
 		{"single dash is positional", []string{"-", "--json"}, []string{"-"}, true, "", ""},
-		{"unknown flag", []string{"a", "--bogus"}, nil, false, "", "unknown flag -bogus"},
+		{"unknown flag", []string{"a", "--bogus"}, nil, false, "", "unknown flag --bogus"},
+		{"unknown flag, one dash", []string{"a", "-bogus=1"}, nil, false, "", "unknown flag -bogus"},
 		{"missing value", []string{"a", "--out"}, nil, false, "", "flag needs an argument: -out"},
 	}
 	for _, c := range cases {
@@ -94,15 +95,16 @@ func TestHelpAndUsage(t *testing.T) {
 	}{
 		{"no command", nil, 0, []string{"Commands:", "replay FILE", "run [PROMPT...]", "migrate IN [OUT]"}, ""},
 		{"help", []string{"help"}, 0, []string{"Commands:", "request FILE --at SEQ"}, ""},
-		{"help of a command", []string{"help", "replay"}, 0, []string{"Usage: host replay [flags] FILE", "-json"}, ""},
-		{"-h of a command", []string{"run", "-h"}, 0, []string{"Usage: host run [flags] [PROMPT...]", "-api-key-env", "-session"}, ""},
-		{"--help after an argument", []string{"inspect", "x.jsonl", "--help"}, 0, []string{"Usage: host inspect [flags] FILE"}, ""},
-		{"help of a subcommand", []string{"plugins", "verify", "-h"}, 0, []string{"Usage: host plugins [flags] list | verify [--name NAME] FILE.wasm"}, ""},
-		{"unknown flag named", []string{"replay", "x", "--jsn"}, 2, nil, "unknown flag -jsn"},
+		{"help of a command", []string{"help", "replay"}, 0, []string{"Usage: weir replay [flags] FILE", "-json"}, ""},
+		{"-h of a command", []string{"run", "-h"}, 0, []string{"Usage: weir run [flags] [PROMPT...]", "-api-key-env", "-session"}, ""},
+		{"--help after an argument", []string{"inspect", "x.jsonl", "--help"}, 0, []string{"Usage: weir inspect [flags] FILE"}, ""},
+		{"help of a subcommand", []string{"plugins", "verify", "-h"}, 0, []string{"Usage: weir plugins [flags] list | verify [--name NAME] FILE.wasm"}, ""},
+		{"unknown flag named as typed", []string{"replay", "x", "--jsn"}, 2, nil, "unknown flag --jsn"},
+		{"log levels in help", []string{"run", "-h"}, 0, []string{"trace, debug, info, warn, error, off"}, ""},
 		{"help of an unknown command", []string{"help", "nope"}, 2, nil, `unknown command "nope"`},
 		{"stray argument to demo", []string{"demo", "extra", "--out", "f.jsonl"}, 2, nil, `unexpected argument "extra"`},
 		{"stray argument to plugins list", []string{"plugins", "list", "extra"}, 2, nil, `unexpected argument "extra"`},
-		{"stray argument to replay", []string{"replay", "a", "b"}, 2, nil, "usage: host replay"},
+		{"stray argument to replay", []string{"replay", "a", "b"}, 2, nil, "usage: weir replay"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -165,9 +167,10 @@ func TestDemoSampleIsFresh(t *testing.T) {
 	fl, cl := strings.Split(string(fresh), "\n"), strings.Split(string(committed), "\n")
 	for i := range min(len(fl), len(cl)) {
 		require.Equal(t, fl[i], cl[i], "examples/sessions/demo.jsonl line %d is stale: regenerate it with "+
-			"go run ./cmd/host demo --fixed-clock --out examples/sessions/demo.jsonl (after removing it)", i+1)
+			"go run ./cmd/weir demo --fixed-clock --out examples/sessions/demo.jsonl (after removing it)", i+1)
 	}
 	require.Equal(t, len(fl), len(cl), "examples/sessions/demo.jsonl has another number of lines than a fresh demo")
+	requireREADMEQuotesTheDemo(t, r.stdout)
 	require.NotContains(t, string(fresh), dir, "no machine path enters the log")
 	again := runHost(t, dir, "", "demo", "--fixed-clock", "--out", file)
 	require.Equal(t, 1, again.code)
@@ -291,7 +294,7 @@ func TestMessagesNameTheCause(t *testing.T) {
 		{"unknown route variable", []string{"WEIR_MODEL=nope"}, []string{"run", "--api-key-env", "K", "hi"}, 1,
 			[]string{`model: "nope" is not a configured route`, "(from $WEIR_MODEL)"}, "from flag --api-key-env"},
 		{"v2 session given to run", nil, []string{"run", "--route", "offline", "--session", v2log, "hi"}, 1,
-			[]string{"format-v2 session log", `host migrate ` + v2log}, ""},
+			[]string{"format-v2 session log", `weir migrate ` + v2log}, ""},
 		{"migrate onto a folder", nil, []string{"migrate", "--force", v2log, filepath.Join(dir, "outdir")}, 1,
 			[]string{"is a folder, not a file"}, ""},
 		{"migrate onto an existing file", nil, []string{"migrate", v2log, v2log + ".keep"}, 1,
@@ -438,7 +441,7 @@ func TestExplainNamesTheCause(t *testing.T) {
 	}{
 		{"full disk", full, "the disk is full, so the session log cannot be written; free some space", true},
 		{"creation race", race, "another process created the session file first", true},
-		{"v2 session", v2, `old.jsonl is a format-v2 session log; convert it first with "host migrate old.jsonl"`, false},
+		{"v2 session", v2, `old.jsonl is a format-v2 session log; convert it first with "weir migrate old.jsonl"`, false},
 		{"anything else", other, "something else", true},
 	}
 	for _, c := range cases {
@@ -471,4 +474,34 @@ func TestTermWriter(t *testing.T) {
 	var back map[string]string
 	require.NoError(t, json.Unmarshal(bytes.TrimSpace(out.Bytes()), &back), out.String())
 	require.Equal(t, msg, back["@message"])
+}
+
+// requireREADMEQuotesTheDemo: the README's excerpt of "demo --fixed-clock"
+// is a contiguous part of its output, and the commands the README says the
+// trailer prints are the ones it prints, in order.
+func requireREADMEQuotesTheDemo(t *testing.T, out string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	require.NoError(t, err)
+	readme := string(raw)
+	tour := readme[strings.Index(readme, "## A 30-second tour"):]
+	excerpt := tour[strings.Index(tour, "```\n")+4:]
+	excerpt = excerpt[:strings.Index(excerpt, "```")]
+	require.Contains(t, out, excerpt, "the README's demo excerpt")
+
+	ends := tour[strings.Index(tour, "It ends by printing"):]
+	block := ends[strings.Index(ends, "```sh\n")+6:]
+	block = block[:strings.Index(block, "```")]
+	var documented, printed []string
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		documented = append(documented, strings.Fields(line)[3])
+	}
+	_, trailer, ok := strings.Cut(out, "Inspect it:\n")
+	require.True(t, ok, "the demo prints its inspection commands")
+	for _, line := range strings.Split(strings.TrimSpace(trailer), "\n") {
+		f := strings.Fields(line)
+		require.Equal(t, "weir", f[0], "the trailer names the program as it was invoked: %q", line)
+		printed = append(printed, f[1])
+	}
+	require.Equal(t, documented, printed)
 }

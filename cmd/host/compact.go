@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func compactCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: host compact [flags] SESSION")
+		return usagef("usage: %[1]s compact [flags] SESSION", prog)
 	}
 	var start, end int64
 	if *region != "" {

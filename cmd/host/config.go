@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -99,7 +99,7 @@ func configError(e *env, cmd string, err error) error {
 	if len(errs) == 1 {
 		noun = "problem"
 	}
-	fmt.Fprintf(e.stderr, "host %s: the configuration has %d %s:\n", cmd, len(errs), noun)
+	fmt.Fprintf(e.stderr, "%s %s: the configuration has %d %s:\n", prog, cmd, len(errs), noun)
 	for _, p := range errs {
 		fmt.Fprintf(e.stderr, "  %s\n", termLine(p.Error()))
 	}

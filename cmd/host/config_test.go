@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -154,7 +154,7 @@ func TestConfigErrors(t *testing.T) {
 	r := configRun(t, dir, map[string]string{"WEIR_MODELS__DEEPSEEK__CONTEXTWINDOW": "0"}, "config")
 	require.Equal(t, 1, r.code)
 	require.Empty(t, r.stdout)
-	require.Contains(t, r.stderr, "host config: the configuration has 3 problems:\n")
+	require.Contains(t, r.stderr, "weir config: the configuration has 3 problems:\n")
 	require.Contains(t, r.stderr, `  plugins[0].rol: unknown key (did you mean "role"?)`)
 	require.Contains(t, r.stderr, `  model: "gpt" is not a configured route`)
 	require.Contains(t, r.stderr, "  models.deepseek.contextWindow: must be a positive number of tokens, got 0; give the model's context window (e.g. 128000) (from $WEIR_MODELS__DEEPSEEK__CONTEXTWINDOW)")
@@ -196,7 +196,7 @@ func TestConfigJSONDocExample(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "weir.yaml"), docBlock(t, "## A file", "yaml"))
 	writeFile(t, filepath.Join(dir, "prompts", "base.md"), "You are a careful assistant.\n")
 	writeFile(t, filepath.Join(dir, "plugins", "my-meter.wasm"), "\x00asm\x01\x00\x00\x00")
-	example := docBlock(t, "## `host config --json`", "json")
+	example := docBlock(t, "## `weir config --json`", "json")
 	example = strings.ReplaceAll(example, "/home/me/proj", dir)
 	example = strings.ReplaceAll(example, "/home/me/.config", filepath.Join(testHome, ".config"))
 	r := runHostEnv(t, dir, "", []string{"WEIR_LOG_LEVEL=debug"}, "config", "--json")

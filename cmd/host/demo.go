@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -81,7 +81,7 @@ func demoCmd(e *env, args []string) error {
 	out := fs.String("out", "", "session file to write (default: a new file under sessions.dir, .weir/sessions)")
 	configFile := fs.String("config", "", "configuration file: its plugins, sandbox, sessions.dir and log apply; the route, prompt and the configuration of compaction-basic and token-meter are the demo's own")
 	fixed := fs.Bool("fixed-clock", false, "use a fixed clock and counter ids, so the session file is the same on every run (examples/sessions/demo.jsonl is one)")
-	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
+	fs.String("log-level", "", "log level: trace, debug, info, warn, error, off (logs go to standard error)")
 	fs.String("log-format", "", "log format: text or json")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -189,17 +189,27 @@ func demoCmd(e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "\nDone in %s: %d events, %d surface nodes, replaceGeneration %d.\n",
 		time.Since(started).Round(time.Millisecond), l.Len(), l.NodeCount(), l.ReplaceGeneration())
 	fmt.Fprintf(e.stdout, "Session file: %s\n\nInspect it:\n", path)
-	fmt.Fprintf(e.stdout, "  go run ./cmd/host replay %s\n", path)
-	fmt.Fprintf(e.stdout, "  go run ./cmd/host transcript %s\n", path)
+	fmt.Fprintf(e.stdout, "  %s replay %s\n", invocation(), path)
+	fmt.Fprintf(e.stdout, "  %s transcript %s\n", invocation(), path)
 	last := int64(-1)
 	for _, ev := range l.Events() {
 		if ev.Type == surface.TypeAssistantMessage {
 			last = ev.Seq
 		}
 	}
-	fmt.Fprintf(e.stdout, "  go run ./cmd/host request %s --at %d\n", path, last)
-	fmt.Fprintf(e.stdout, "  go run ./cmd/host inspect %s\n", path)
+	fmt.Fprintf(e.stdout, "  %s request %s --at %d\n", invocation(), path, last)
+	fmt.Fprintf(e.stdout, "  %s inspect %s\n", invocation(), path)
 	return nil
+}
+
+// invocation is how the demo's trailer tells the user to run the program
+// again: "go run ./cmd/weir" when this process is a binary go run built
+// (it lives in go's build folder), else the name it was invoked as.
+func invocation() string {
+	if exe, err := os.Executable(); err == nil && strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		return "go run ./cmd/weir"
+	}
+	return prog
 }
 
 // compactorsLine says who compacts in the demo: compaction-basic's

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -22,8 +22,8 @@ func explain(err error) error {
 		if path == "" {
 			path = "FILE"
 		}
-		return fmt.Errorf("%s is a format-v2 session log; convert it first with \"host migrate %s\" "+
-			"and continue with the converted file (replay, inspect and transcript read v2 files as they are)", path, path)
+		return fmt.Errorf("%s is a format-v2 session log; convert it first with \"%s migrate %s\" "+
+			"and continue with the converted file (replay, inspect and transcript read v2 files as they are)", path, prog, path)
 	case errors.Is(err, syscall.ENOSPC):
 		return fmt.Errorf("the disk is full, so the session log cannot be written; free some space and run again "+
 			"(what was acknowledged before is kept and resumes): %w", err)

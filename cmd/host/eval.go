@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -68,14 +68,14 @@ func evalCmd(e *env, args []string) error {
 	prices := fs.String("prices", "", "the price table in dollars per million tokens, hit=X,miss=Y,output=Z (default: eval.prices in the configuration, else DeepSeek's: hit=0.028,miss=0.28,output=0.42)")
 	sumRoute := fs.String("summarize-route", "", "a configured route whose model writes the summaries the recording lacks (this reaches the network); default none: an offline extractive summary")
 	maxSum := fs.Int("max-summaries", 10, "with --summarize-route: at most this many model calls per set; the rest are extractive")
-	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
+	fs.String("log-level", "", "log level: trace, debug, info, warn, error, off (logs go to standard error)")
 	fs.String("log-format", "", "log format: text or json")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: host eval [flags] SESSION")
+		return usagef("usage: %[1]s eval [flags] SESSION", prog)
 	}
 	opts := eval.Options{Probes: probes}
 	if *probeFile != "" {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -90,7 +90,7 @@ func TestSnapshotCommand(t *testing.T) {
 	snap := filepath.Join(dir, "snap")
 	r := runHost(t, dir, "", "snapshot", file, snap)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "8 requests, 2 prompt versions, 1 header pins written")
+	require.Contains(t, r.stdout, "8 requests, 2 prompt versions, 1 header pin written")
 	r = runHost(t, dir, "", "snapshot", "--check", file, snap)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "unchanged")

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -79,18 +79,21 @@ func TestRunStopsAKeepAliveServer(t *testing.T) {
 }
 
 // TestRunStopsAnEndlessReply runs against a server whose reply never
-// ends: the default response size cap ends the run with
-// RESPONSE_TOO_LARGE, not retried, and the session stays usable.
+// ends: the route's response size cap ends the run with
+// RESPONSE_TOO_LARGE, naming the key, not retried, and the session stays
+// usable. The cap is the smallest one allowed, so the test streams 1 MiB
+// rather than the default's many.
 func TestRunStopsAnEndlessReply(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "weir.yaml"), []byte("models:\n  deepseek:\n    maxResponseMiB: 1\n"), 0o644))
 	file := filepath.Join(dir, "s.jsonl")
 	srv.Push(llmtest.Reply{Chunks: []string{llmtest.Text(strings.Repeat("x", 8<<10))}, End: llmtest.EndRepeat})
 
 	r := hermeticRun(t, dir, runArgs(srv.URL(), "--session", file, "hi")...)
 	require.NotEqual(t, 0, r.code, "stderr: %s", r.stderr)
 	require.Contains(t, r.stderr, "RESPONSE_TOO_LARGE")
-	require.Contains(t, r.stderr, "maxResponseMiB")
+	require.Contains(t, r.stderr, "models.deepseek.maxResponseMiB")
 	require.Len(t, srv.Requests(), 1, "a response over the cap is not retried")
 	requireResumable(t, srv, dir, file)
 }

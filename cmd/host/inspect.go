@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -89,7 +89,7 @@ func inspectCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: host inspect [--json] FILE")
+		return usagef("usage: %[1]s inspect [--json] FILE", prog)
 	}
 	s, err := loadLog(pos[0], *configFile)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	winspect "github.com/weirhost/weir/host/inspect"

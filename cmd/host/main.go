@@ -1,15 +1,23 @@
-// Command host is Weir's command-line interface: it runs agent sessions
-// (demo, run), inspects session logs (replay, request, inspect, transcript),
-// maintains them (compact, migrate) and checks plugins and tokenizers.
+// Package cli is Weir's command-line interface, the program installed as
+// weir (cmd/weir is its main): it runs agent sessions (demo, run), inspects
+// session logs (replay, request, inspect, transcript), maintains them
+// (compact, migrate) and checks plugins and tokenizers.
 //
 // Usage:
 //
-//	host <command> [flags] [args]
+//	weir <command> [flags] [args]
 //
 // Flags may stand before or after the arguments; "--" ends the flags. Run
-// "host help" for the list of commands and "host <command> -h" for one
-// command's flags.
-package main
+// "weir help" for the list of commands and "weir <command> -h" for one
+// command's flags. Every message names the program as it was invoked
+// (the base name of os.Args[0]), so a binary built under another name
+// speaks of itself by that name.
+//
+// The package lives at cmd/host, the path the design names for the host's
+// command line; it is a library so that the installed binary can be called
+// weir, which shadows no system tool (a binary called host would shadow
+// the DNS lookup tool of the same name).
+package cli
 
 import (
 	"errors"
@@ -17,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -65,8 +74,20 @@ var commands = map[string]*command{}
 
 func register(c *command) { commands[c.name] = c }
 
-func main() {
-	os.Exit(run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
+// prog is the name messages, help and trailers give the program: the
+// base name it was invoked as (Main sets it), "weir" until then.
+var prog = "weir"
+
+// Main runs the command line of the process (os.Args) with its standard
+// streams and returns the exit status: 0 on success, 1 when the command
+// failed, 2 for a command-line mistake, 130 when interrupted.
+func Main() int {
+	if len(os.Args) > 0 {
+		if name := filepath.Base(os.Args[0]); name != "" && name != "." && name != string(filepath.Separator) {
+			prog = strings.TrimSuffix(name, ".exe")
+		}
+	}
+	return run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
 }
 
 // run executes a command line and returns the exit status.
@@ -75,6 +96,9 @@ func run(e *env, args []string) int {
 		printHelp(e.stdout)
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
 	if args[0] == "help" {
 		if len(args) == 1 {
 			printHelp(e.stdout)
@@ -82,14 +106,14 @@ func run(e *env, args []string) int {
 		}
 		c, ok := commands[args[1]]
 		if !ok || len(args) > 2 {
-			fmt.Fprintf(e.stderr, "host help: unknown command %q; run \"host help\" for the list\n", strings.Join(args[1:], " "))
+			fmt.Fprintf(e.stderr, "%[1]s help: unknown command %[2]q; run \"%[1]s help\" for the list\n", prog, strings.Join(args[1:], " "))
 			return 2
 		}
 		args = []string{c.name, "-h"}
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "host: unknown command %q; run \"host help\" for the list\n", args[0])
+		fmt.Fprintf(e.stderr, "%[1]s: unknown command %[2]q; run \"%[1]s help\" for the list\n", prog, args[0])
 		return 2
 	}
 	err := runWithTelemetry(e, c, args[1:])
@@ -106,17 +130,17 @@ func run(e *env, args []string) int {
 		printCommandHelp(e.stdout, c, hr.fs)
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(e.stderr, "host %s: %s\nrun \"host %s -h\" for its usage\n", c.name, termSafe(err.Error()), c.name)
+		fmt.Fprintf(e.stderr, "%[1]s %[2]s: %[3]s\nrun \"%[1]s %[2]s -h\" for its usage\n", prog, c.name, termSafe(err.Error()))
 		return 2
 	case errors.As(err, &xs):
 		if xs.msg != "" {
-			fmt.Fprintf(e.stderr, "host %s: %s\n", c.name, termSafe(xs.msg))
+			fmt.Fprintf(e.stderr, "%s %s: %s\n", prog, c.name, termSafe(xs.msg))
 		}
 		return xs.code
 	case errors.Is(err, errSilent):
 		return 1
 	}
-	fmt.Fprintf(e.stderr, "host %s: %s\n", c.name, termSafe(explain(err).Error()))
+	fmt.Fprintf(e.stderr, "%s %s: %s\n", prog, c.name, termSafe(explain(err).Error()))
 	return 1
 }
 
@@ -125,7 +149,7 @@ var errSilent = errors.New("failed")
 
 func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "Weir: a plugin host for LLM agent loops.")
-	fmt.Fprintln(w, "\nUsage: host <command> [flags] [args]\n\nCommands:")
+	fmt.Fprintf(w, "\nUsage: %s <command> [flags] [args]\n\nCommands:\n", prog)
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -138,7 +162,7 @@ func printHelp(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nFlags may stand before or after the arguments; \"--\" ends the flags.")
-	fmt.Fprintln(w, "Run \"host <command> -h\" (or \"host help <command>\") for a command's flags.")
+	fmt.Fprintf(w, "Run \"%[1]s <command> -h\" (or \"%[1]s help <command>\") for a command's flags.\n", prog)
 }
 
 // printCommandHelp prints one command's usage, summary and flags.
@@ -147,7 +171,7 @@ func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	if fs != nil && strings.HasPrefix(fs.Name(), c.name+" ") {
 		name = fs.Name()
 	}
-	usage := "host " + name
+	usage := prog + " " + name
 	hasFlags := false
 	if fs != nil {
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
@@ -180,7 +204,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			return nil, &helpRequest{fs: fs}
 		}
 		if err != nil {
-			return nil, usagef("%s", flagError(err))
+			return nil, usagef("%s", flagError(err, args))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -217,10 +241,17 @@ func isBoolFlag(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// flagError rewords the flag package's errors so they name the flag.
-func flagError(err error) string {
+// flagError rewords the flag package's errors so they name the flag as
+// the user typed it in args ("--jsn", not the package's "-jsn").
+func flagError(err error, args []string) string {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		// name is "-jsn" whether "-jsn" or "--jsn" was typed.
+		for _, a := range args {
+			if typed, _, _ := strings.Cut(a, "="); typed == name || typed == "-"+name {
+				return "unknown flag " + typed
+			}
+		}
 		return "unknown flag " + name
 	}
 	return msg

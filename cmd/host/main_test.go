@@ -1,13 +1,16 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,13 +33,45 @@ var testHome string
 // with it.
 var wazeroCache string
 
+// testRunsDir holds one folder per test run of this package, named after
+// the process that made it. A run that was killed (go test's timeout, a
+// Ctrl-C) cannot remove its own; the next run removes every folder whose
+// process is gone, so a killed run leaves nothing behind for long.
+var testRunsDir = filepath.Join(os.TempDir(), "weir-cli-tests")
+
+// runDir makes this run's folder under testRunsDir after removing those of
+// runs whose process no longer exists.
+func runDir() (string, error) {
+	if err := os.MkdirAll(testRunsDir, 0o755); err != nil {
+		return "", err
+	}
+	entries, _ := os.ReadDir(testRunsDir)
+	for _, e := range entries {
+		pid, _, ok := strings.Cut(e.Name(), "-")
+		if n, err := strconv.Atoi(pid); ok && err == nil && !processAlive(n) {
+			os.RemoveAll(filepath.Join(testRunsDir, e.Name()))
+		}
+	}
+	return os.MkdirTemp(testRunsDir, strconv.Itoa(os.Getpid())+"-")
+}
+
+// processAlive reports whether a process with that id exists.
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "weir-cli-")
+	dir, err := runDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	hostBin = filepath.Join(dir, "host")
+	hostBin = filepath.Join(dir, "weir")
 	testHome = filepath.Join(dir, "home")
 	wazeroCache = os.Getenv("WEIR_WAZERO_CACHE")
 	if wazeroCache == "" {
@@ -45,8 +80,8 @@ func TestMain(m *testing.M) {
 	// In-process commands compile into the same cache, never the user's.
 	os.Setenv("WEIR_WAZERO_CACHE", wazeroCache)
 	code := 1
-	if out, err := exec.Command("go", "build", "-o", hostBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build host: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", hostBin, "../weir").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build weir: %v\n%s", err, out)
 	} else if err := os.MkdirAll(testHome, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
@@ -254,11 +289,11 @@ func TestErrorsAndExitCodes(t *testing.T) {
 		want string
 	}{
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
-		{"replay without file", []string{"replay"}, 2, "usage: host replay"},
+		{"replay without file", []string{"replay"}, 2, "usage: weir replay"},
 		{"missing file", []string{"replay", filepath.Join(dir, "nope.jsonl")}, 1, "no such file"},
 		{"invalid event", []string{"replay", bad}, 1, "seq 0"},
-		{"request without --at", []string{"request", bad}, 2, "usage: host request"},
-		{"run without key", []string{"run", "--session", filepath.Join(dir, "s.jsonl"), "hi"}, 1, `host run --route offline "hello"`},
+		{"request without --at", []string{"request", bad}, 2, "usage: weir request"},
+		{"run without key", []string{"run", "--session", filepath.Join(dir, "s.jsonl"), "hi"}, 1, `weir run --route offline "hello"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

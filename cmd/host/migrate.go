@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -22,7 +22,7 @@ func migrateCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return usagef("usage: host migrate [--force] IN [OUT]")
+		return usagef("usage: %[1]s migrate [--force] IN [OUT]", prog)
 	}
 	in := pos[0]
 	out := strings.TrimSuffix(in, ".jsonl") + ".v3.jsonl"

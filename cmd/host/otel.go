@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -89,7 +89,7 @@ func withTelemetry(c host.Config) host.Config {
 // only counted (a collector that is down fails every batch).
 func otelWarn(w io.Writer, format string, args ...any) {
 	if w != nil {
-		fmt.Fprintf(w, "host: telemetry: %s\n", termLine(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(w, "%s: telemetry: %s\n", prog, termLine(fmt.Sprintf(format, args...)))
 	}
 }
 

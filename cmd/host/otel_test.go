@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io"
@@ -251,5 +251,5 @@ func TestRunOTLPFlushesOnFailureAndInterrupt(t *testing.T) {
 	r = runHostEnv(t, dir, "", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + down.srv.URL, "OTEL_EXPORTER_OTLP_TIMEOUT=1000"},
 		"run", "--route", "offline", "hello")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "host: telemetry:")
+	require.Contains(t, r.stderr, "weir: telemetry:")
 }

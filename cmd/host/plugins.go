@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -60,7 +60,7 @@ func pluginsCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("usage: host plugins list [--json] | host plugins verify [--json] [--name NAME] FILE.wasm")
+		return usagef("usage: %[1]s plugins list [--json] | %[1]s plugins verify [--json] [--name NAME] FILE.wasm", prog)
 	}
 	sub := pos[0]
 	pos = pos[1:]
@@ -100,7 +100,7 @@ func pluginsCmd(e *env, args []string) error {
 		return nil
 	case "verify":
 		if len(pos) != 1 {
-			return usagef("usage: host plugins verify [--json] [--name NAME] FILE.wasm")
+			return usagef("usage: %[1]s plugins verify [--json] [--name NAME] FILE.wasm", prog)
 		}
 		return verifyPlugin(e, cfg, pos[0], *name, *asJSON)
 	}

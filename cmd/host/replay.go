@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -40,7 +40,7 @@ func replay(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: host replay [--json] FILE")
+		return usagef("usage: %[1]s replay [--json] FILE", prog)
 	}
 	s, err := loadLog(pos[0], *configFile)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -21,7 +21,7 @@ func requestCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 || *at < 0 {
-		return usagef("usage: host request FILE --at SEQ")
+		return usagef("usage: %[1]s request FILE --at SEQ", prog)
 	}
 	s, err := loadLog(pos[0], *configFile)
 	if err != nil {
@@ -64,7 +64,7 @@ func transcriptCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: host transcript [--json] FILE")
+		return usagef("usage: %[1]s transcript [--json] FILE", prog)
 	}
 	s, err := loadLog(pos[0], *configFile)
 	if err != nil {

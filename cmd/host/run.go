@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -62,7 +62,7 @@ func (o *runOptions) flags(fs *flag.FlagSet, session bool) {
 		fs.StringVar(&o.session, "session", "", "session file, or session id of sessions.store (created when missing, resumed when present); default a new session in sessions.store (a new file under sessions.dir for the file store)")
 		fs.StringVar(&o.system, "system", "", `system prompt replacing the configured sections ("" for none)`)
 	}
-	fs.String("log-level", "", "log level: trace, debug, info, warn, error (logs go to standard error)")
+	fs.String("log-level", "", "log level: trace, debug, info, warn, error, off (logs go to standard error)")
 	fs.String("log-format", "", "log format: text or json")
 }
 
@@ -115,7 +115,7 @@ func (o *runOptions) open(cfg *config.Config, log hclog.Logger) (*setup.Route, e
 	var missing *setup.MissingKeyError
 	if errors.As(err, &missing) {
 		return nil, fmt.Errorf("no API key: $%s is empty. Set it (or name another variable with --api-key-env), "+
-			"or try the offline model: host run --route offline \"hello\"", missing.Env)
+			"or try the offline model: %s run --route offline \"hello\"", missing.Env, prog)
 	}
 	return r, err
 }
@@ -277,14 +277,16 @@ func runCmd(e *env, args []string) error {
 	return nil
 }
 
-// isTerminal reports whether r is an interactive terminal.
+// isTerminal reports whether r is an interactive terminal: a character
+// device with terminal attributes (/dev/null is a character device, and
+// not a terminal).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false
 	}
 	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && isTTY(f.Fd())
 }
 
 // chat is the interactive prompt loop: one turn per line. Ctrl-C cancels the

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func serveCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) == 0 && *dir == "" {
-		return usagef("usage: host serve [--addr HOST:PORT] SESSION... | --dir DIR")
+		return usagef("usage: %[1]s serve [--addr HOST:PORT] SESSION... | --dir DIR", prog)
 	}
 	if *dir != "" {
 		if st, err := os.Stat(*dir); err != nil || !st.IsDir() {

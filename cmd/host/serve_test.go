@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ func TestServeRefusesWhatItShouldNot(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve"}, "usage: host serve"},
+		{[]string{"serve"}, "usage: weir serve"},
 		{[]string{"serve", "--addr", "0.0.0.0:0", demo}, "needs --public"},
 		{[]string{"serve", "--addr", "192.0.2.1:0", demo}, "not a loopback address"},
 		{[]string{"serve", "--token", "x", demo}, "--token is for a --public address"},

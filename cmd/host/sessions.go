@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -153,25 +153,26 @@ func sessionsCmd(e *env, args []string) error {
 	o := newStoreFlags("sessions")
 	spec := o.fs.String("store", "", "the store to list instead of sessions.store: "+storeSpecHelp)
 	olderThan := o.fs.Duration("older-than", 0, "expire: delete the sessions not appended to for this long (and whose lease no writer holds)")
+	asJSON := o.fs.Bool("json", false, "list: print a JSON array of {id, events, createdAt, updatedAt}")
 	pos, err := parseArgs(o.fs, args)
 	if err != nil {
 		return err
 	}
-	const usage = "usage: host sessions list | show ID | delete ID | release ID | expire --older-than DURATION  [--store STORE] [--config FILE]"
+	usage := fmt.Sprintf("usage: %[1]s sessions list [--json] | show ID | delete ID | release ID | expire --older-than DURATION  [--store STORE] [--config FILE]", prog)
 	if len(pos) == 0 || (pos[0] == "expire") != (*olderThan > 0) {
-		return usagef(usage)
+		return usagef("%s", usage)
 	}
 	switch pos[0] {
 	case "list", "expire":
 		if len(pos) != 1 {
-			return usagef(usage)
+			return usagef("%s", usage)
 		}
 	case "show", "delete", "release":
 		if len(pos) != 2 {
-			return usagef(usage)
+			return usagef("%s", usage)
 		}
 	default:
-		return usagef(usage)
+		return usagef("%s", usage)
 	}
 	ctx := context.Background()
 	st, err := o.open(ctx, e, "sessions", *spec)
@@ -231,14 +232,27 @@ func sessionsCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tEVENTS\tCREATED\tUPDATED")
+	iso := func(ms int64) string {
+		if ms == 0 {
+			return ""
+		}
+		return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+	}
 	stamp := func(ms int64) string {
 		if ms == 0 {
 			return "-"
 		}
-		return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+		return iso(ms)
 	}
+	if *asJSON {
+		out := make([]sessionJSON, 0, len(list))
+		for _, i := range list {
+			out = append(out, sessionJSON{ID: i.ID, Events: i.Events, CreatedAt: iso(i.CreatedAt), UpdatedAt: iso(i.UpdatedAt)})
+		}
+		return writeJSON(e.stdout, out)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tEVENTS\tCREATED\tUPDATED")
 	for _, i := range list {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", i.ID, i.Events, stamp(i.CreatedAt), stamp(i.UpdatedAt))
 	}
@@ -287,6 +301,15 @@ func showSession(ctx context.Context, e *env, st store.Store, id string) error {
 	return tw.Flush()
 }
 
+// sessionJSON is one entry of "weir sessions list --json"; a time the
+// store does not know is left out.
+type sessionJSON struct {
+	ID        string `json:"id"`
+	Events    int64  `json:"events"`
+	CreatedAt string `json:"createdAt,omitzero"`
+	UpdatedAt string `json:"updatedAt,omitzero"`
+}
+
 func exportCmd(e *env, args []string) error {
 	o := newStoreFlags("export")
 	from := o.fs.String("from", "", "the store to copy from instead of sessions.store: "+storeSpecHelp)
@@ -298,7 +321,7 @@ func exportCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 || *batch < 1 || *to == "" {
-		return usagef("usage: host export SESSION --to STORE [--from STORE] [--id ID] [--batch N]")
+		return usagef("usage: %[1]s export SESSION --to STORE [--from STORE] [--id ID] [--batch N]", prog)
 	}
 	return copySession(e, o, "export", *from, *to, pos[0], *id, *batch)
 }
@@ -314,7 +337,7 @@ func importCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 || *batch < 1 || *from == "" {
-		return usagef("usage: host import SESSION --from STORE [--to STORE] [--id ID] [--batch N]")
+		return usagef("usage: %[1]s import SESSION --from STORE [--to STORE] [--id ID] [--batch N]", prog)
 	}
 	return copySession(e, o, "import", *from, *to, pos[0], *id, *batch)
 }

@@ -1,9 +1,10 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,20 @@ func TestSessionsInSQLite(t *testing.T) {
 	r = runHost(t, dir, "", "sessions", "list")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "demo-1")
+	r = runHost(t, dir, "", "sessions", "list", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var listed []struct {
+		ID        string `json:"id"`
+		Events    int64  `json:"events"`
+		CreatedAt string `json:"createdAt"`
+		UpdatedAt string `json:"updatedAt"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed), r.stdout)
+	require.Len(t, listed, 1)
+	require.Equal(t, "demo-1", listed[0].ID)
+	require.Greater(t, listed[0].Events, int64(0))
+	_, perr := time.Parse(time.RFC3339, listed[0].UpdatedAt)
+	require.NoError(t, perr, "updatedAt is an RFC 3339 time")
 	r = runHost(t, dir, "", "sessions", "expire", "--older-than", "1h")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "0 session(s) expired", "a session written just now is kept")

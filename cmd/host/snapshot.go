@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ func snapshotCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) != 2 {
-		return usagef("usage: host snapshot [--check] SESSION DIR")
+		return usagef("usage: %[1]s snapshot [--check] SESSION DIR", prog)
 	}
 	ld, err := loadLog(pos[0], "")
 	if err != nil {
@@ -38,18 +38,34 @@ func snapshotCmd(e *env, args []string) error {
 		var me *snapshot.MismatchError
 		if errors.As(err, &me) {
 			fmt.Fprint(e.stdout, termSafe(me.Diff))
-			return &exitStatus{code: 1, msg: fmt.Sprintf("%s: what the model sees changed (%d changed, %d new, %d gone files; diff above); rewrite the snapshot with \"host snapshot %s %s\" if the change is intended",
-				pos[1], len(me.Changed), len(me.Added), len(me.Removed), pos[0], pos[1])}
+			return &exitStatus{code: 1, msg: fmt.Sprintf("%s: what the model sees changed (%d changed, %d new, %d gone files; diff above); rewrite the snapshot with \"%s snapshot %s %s\" if the change is intended",
+				pos[1], len(me.Changed), len(me.Added), len(me.Removed), prog, pos[0], pos[1])}
 		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "%s: %d requests, %d prompt versions, %d header pins: unchanged\n", pos[1], len(snap.Requests), len(snap.Prompts), len(snap.Pins))
+		fmt.Fprintf(e.stdout, "%s: %s: unchanged\n", pos[1], snapshotCounts(snap))
 		return nil
 	}
 	if err := snap.Write(pos[1]); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s: %d requests, %d prompt versions, %d header pins written\n", pos[1], len(snap.Requests), len(snap.Prompts), len(snap.Pins))
+	fmt.Fprintf(e.stdout, "%s: %s written\n", pos[1], snapshotCounts(snap))
 	return nil
+}
+
+// snapshotCounts says what a snapshot holds: "8 requests, 2 prompt
+// versions, 1 header pin".
+func snapshotCounts(snap *snapshot.Snapshot) string {
+	return counted(len(snap.Requests), "request", "requests") + ", " +
+		counted(len(snap.Prompts), "prompt version", "prompt versions") + ", " +
+		counted(len(snap.Pins), "header pin", "header pins")
+}
+
+// counted is "1 thing" or "n things".
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -34,7 +34,7 @@ import (
 // carry its file name as a prefix (host-old:ms-to-request); ns/op covers
 // all of them:
 //
-//	git stash; go build -o host-old ./cmd/host; git stash pop
+//	git stash; go build -o host-old ./cmd/weir; git stash pop
 //	WEIR_STARTUP_BASELINE=$PWD/host-old go test ./cmd/host -run '^$' -bench Startup -benchtime 10x
 func BenchmarkStartup(b *testing.B) {
 	type build struct{ prefix, path string }

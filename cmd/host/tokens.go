@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -37,7 +37,7 @@ func tokensCmd(e *env, args []string) error {
 		return err
 	}
 	if len(pos) > 1 {
-		return usagef("usage: host tokens [--tokenizer NAME] [--ids] [FILE]")
+		return usagef("usage: %[1]s tokens [--tokenizer NAME] [--ids] [FILE]", prog)
 	}
 	var text []byte
 	if len(pos) == 1 {

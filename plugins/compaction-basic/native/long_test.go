@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host"
@@ -76,13 +77,17 @@ func TestLongSessionUnderPressure(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { rt.Close(ctx) })
 		s := host.NewSession("long", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
+		// Deadlines a loaded machine meets: the library's defaults (2 s to
+		// start an instance) are for interactive use, not for a test
+		// sharing its cores with a whole go test run.
+		generous := provider.Limits{Start: time.Minute, Call: time.Minute}
 		cp, err := provider.Load(ctx, rt, provider.Spec{Name: plugins.CompactionBasic, Role: provider.RoleCompaction,
-			Wasm: plugins.FirstParty[plugins.CompactionBasic], Config: []byte(config)})
+			Wasm: plugins.FirstParty[plugins.CompactionBasic], Config: []byte(config), Limits: generous})
 		require.NoError(t, err)
 		wc, err := cp.Compaction()
 		require.NoError(t, err)
 		mp, err := provider.Load(ctx, rt, provider.Spec{Name: plugins.TokenMeter, Role: provider.RoleTokenMeter,
-			Wasm: plugins.FirstParty[plugins.TokenMeter]})
+			Wasm: plugins.FirstParty[plugins.TokenMeter], Limits: generous})
 		require.NoError(t, err)
 		wm, err := mp.Meter(s)
 		require.NoError(t, err)

@@ -35,7 +35,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	host.bin = filepath.Join(dir, "host")
+	host.bin = filepath.Join(dir, "weir")
 	host.home = filepath.Join(dir, "home")
 	host.wazeroCache = os.Getenv("WEIR_WAZERO_CACHE")
 	if host.wazeroCache == "" {
@@ -46,10 +46,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cmd := exec.Command("go", "build", "-o", host.bin, "./cmd/host")
+	cmd := exec.Command("go", "build", "-o", host.bin, "./cmd/weir")
 	cmd.Dir = moduleRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "guesttest: build the host command: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "guesttest: build the weir command: %v\n%s", err, out)
 		return 1
 	}
 	return m.Run()
