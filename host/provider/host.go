@@ -352,7 +352,8 @@ func (h *Host) Summarize(ctx context.Context, req *abi.SummarizeRequest) (*abi.S
 // request: the provider and model of route whatever the plugin named, and
 // the plugin's max tokens clamped to the route's cap (route.MaxTokens), or,
 // on a route without one, to the compaction's token budget (budget; 0:
-// none). A request naming no size gets the route's cap. What the plugin
+// none), and always to the model's output cap (route.MaxOutput). A request
+// naming no size gets the route's cap. What the plugin
 // asked for is kept in Asked where it differs, for the plugin/call record.
 func summaryCall(req *abi.SummarizeRequest, route host.Route, budget int64) host.SummaryRequest {
 	sr := host.SummaryRequest{Provider: route.Provider, Model: route.Model, MaxTokens: route.MaxTokens}
@@ -365,6 +366,10 @@ func summaryCall(req *abi.SummarizeRequest, route host.Route, budget int64) host
 		if limit > 0 {
 			sr.MaxTokens = min(req.MaxTokens, limit)
 		}
+	}
+	if sr.MaxTokens > 0 {
+		// Never above what the route's model accepts (route.MaxOutput).
+		sr.MaxTokens, _ = route.ClampOutput(sr.MaxTokens)
 	}
 	var asked host.CallAsked
 	if p := req.Route.Provider; p != "" && p != route.Provider {

@@ -245,12 +245,17 @@ func TestSummarizeCallsAreTheRoutes(t *testing.T) {
 		name            string
 		routeMax, asked int64
 		sent            int64 // max_tokens on the wire; 0: absent
+		outputCap       int64 // the route model's output cap; 0: unknown
 	}{
-		{"over the route's cap", 512, 1 << 40, 512},
-		{"under the route's cap", 512, 100, 100},
-		{"no size asked", 512, 0, 512},
-		{"a route without a cap: the compaction's token budget", 0, 1 << 40, host.DefaultMaxSummarizeTokens},
-		{"a route without a cap, no size asked", 0, 0, 0},
+		{"over the route's cap", 512, 1 << 40, 512, 0},
+		{"under the route's cap", 512, 100, 100, 0},
+		{"no size asked", 512, 0, 512, 0},
+		{"a route without a cap: the compaction's token budget", 0, 1 << 40, host.DefaultMaxSummarizeTokens, 0},
+		{"a route without a cap, no size asked", 0, 0, 0, 0},
+		// A plugin asking for 65536 on a model that takes at most 64000
+		// (claude-sonnet-4-5) gets the model's cap and its call succeeds.
+		{"the model's output cap below the request", 65536, 65536, 64000, 64000},
+		{"the model's output cap below the route's", 1 << 20, 0, 64000, 64000},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -263,6 +268,7 @@ func TestSummarizeCallsAreTheRoutes(t *testing.T) {
 			l := newLoop(t, func(_ *host.Session, cfg *host.Config) {
 				cfg.Model, cfg.Summarizer = m, nil // summarization goes to the model
 				cfg.Route.MaxTokens = c.routeMax
+				cfg.Route.OutputCap = c.outputCap
 				cfg.Compactors = []host.CompactionProvider{comp}
 			})
 			l.turn("one") // the surface is empty at its pre-step: no summarizing
