@@ -2,9 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
