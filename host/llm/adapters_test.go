@@ -639,3 +639,43 @@ func TestGeminiUnknownPartsGoBack(t *testing.T) {
 	require.NotContains(t, string(body), "executableCode")
 	require.NotContains(t, string(body), GeminiPartBlock)
 }
+
+// TestOpenAIUnknownPartsKept: content parts of an OpenAI-compatible reply
+// whose type is not "text" are kept whole, in order between the text
+// around them, survive the log's JSON and the stream record's
+// reassembly, and are not sent back: the next request carries the text
+// only and the strict validator accepts it.
+func TestOpenAIUnknownPartsKept(t *testing.T) {
+	thinking := `{"type":"thinking","thinking":[{"type":"text","text":"hm"}]}`
+	refusal := `{"type":"refusal","refusal":"no"}`
+	srv := llmtest.NewServer(t)
+	srv.Push(llmtest.Stream(
+		`{"choices":[{"index":0,"delta":{"content":[`+thinking+`,{"type":"text","text":"Hello"}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":" there"},`+refusal+`,{"text":"."}]},"finish_reason":"stop"}]}`))
+	c := newTestClient(t, srv, nil)
+	req := simpleRequest("p")
+	res, err := c.Stream(context.Background(), req, nil)
+	require.NoError(t, err)
+	part := func(raw string) surface.Block {
+		return surface.Block{Type: OpenAIPartBlock, Unknown: jsontext.Value(`{"type":"openai-part","part":` + raw + `}`)}
+	}
+	require.Equal(t, []surface.Block{part(thinking), surface.Text("Hello there"), part(refusal), surface.Text(".")}, res.Content)
+	requireReassembles(t, res)
+
+	stored, err := json.Marshal(msg("a", surface.RoleAssistant, res.Content...))
+	require.NoError(t, err)
+	var back surface.Message
+	require.NoError(t, json.Unmarshal(stored, &back))
+	require.Equal(t, res.Content, back.Content)
+	next := &Request{Config: req.Config, Messages: append(append([]*surface.Message(nil), req.Messages...),
+		&back, msg("u", surface.RoleUser, surface.Text("go on")))}
+	body, err := EncodeRequest(next)
+	require.NoError(t, err)
+	require.NoError(t, llmtest.ValidateOpenAI(body))
+	require.NotContains(t, string(body), "refusal")
+	require.NotContains(t, string(body), OpenAIPartBlock)
+	body, err = EncodeAnthropic(next)
+	require.NoError(t, err)
+	require.NoError(t, llmtest.ValidateAnthropic(body))
+	require.NotContains(t, string(body), OpenAIPartBlock)
+}

@@ -279,6 +279,15 @@ func geminiParts(m *surface.Message, names map[string]geminiCall) (role string, 
 // turn it came in. Other APIs do not send it.
 const GeminiPartBlock = "gemini-part"
 
+// OpenAIPartBlock is the type of a block that keeps a content part of an
+// OpenAI-compatible reply whose "type" is not "text" (a server's
+// thinking or refusal parts, types added later): the part as the server
+// sent it is in the block's "part" member. It is kept in the log but not
+// sent back: the chat completions reference allows only text (or a lone
+// refusal) in an assistant message's content, and a part one compatible
+// server sent cannot be assumed valid on another.
+const OpenAIPartBlock = "openai-part"
+
 // foreignPartOf returns the part a GeminiPartBlock keeps, ok false when
 // the block holds no JSON object there.
 func foreignPartOf(b *surface.Block) (jsontext.Value, bool) {
