@@ -151,13 +151,13 @@ plugins:
 func TestConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "weir.yaml"), "model: gpt\nplugins:\n  - name: token-meter\n    rol: x\n")
-	r := configRun(t, dir, map[string]string{"WEIR_MODELS__DEEPSEEK__CONTEXTWINDOW": "0"}, "config")
+	r := configRun(t, dir, map[string]string{"WEIR_MODELS__DEEPSEEK__CONTEXTWINDOW": "-1"}, "config")
 	require.Equal(t, 1, r.code)
 	require.Empty(t, r.stdout)
 	require.Contains(t, r.stderr, "weir config: the configuration has 3 problems:\n")
 	require.Contains(t, r.stderr, `  plugins[0].rol: unknown key (did you mean "role"?)`)
 	require.Contains(t, r.stderr, `  model: "gpt" is not a configured route`)
-	require.Contains(t, r.stderr, "  models.deepseek.contextWindow: must be a positive number of tokens, got 0; give the model's context window (e.g. 128000) (from $WEIR_MODELS__DEEPSEEK__CONTEXTWINDOW)")
+	require.Contains(t, r.stderr, "  models.deepseek.contextWindow: must be a positive number of tokens, got -1; give the model's context window (e.g. 128000), or 0 for a known model's (from $WEIR_MODELS__DEEPSEEK__CONTEXTWINDOW)")
 
 	r = configRun(t, dir, nil, "config", "--json", "--config", "absent.yaml")
 	require.Equal(t, 1, r.code)

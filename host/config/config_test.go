@@ -258,6 +258,36 @@ func problem(t *testing.T, err error, key string, fragments ...string) *config.P
 	return nil
 }
 
+func TestKnownContextWindow(t *testing.T) {
+	cases := []struct {
+		model string
+		want  int64
+	}{
+		{"claude-sonnet-4-5", 200000},
+		{"claude-sonnet-4-5-20250929", 200000},
+		{"gemini-2.5-pro", 1048576},
+		{"deepseek-chat", 128000},
+		{"gpt-4o", 128000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.model, func(t *testing.T) {
+			dir := setup(t, map[string]string{"weir.yaml": "model: r\nmodels:\n  r:\n    provider: p\n    model: " + tc.model +
+				"\n    baseURL: http://h\n    maxTokens: 1000\n"})
+			cfg, _, err := load(t, dir, nil)
+			require.NoError(t, err)
+			r, err := cfg.HostRoute("r")
+			require.NoError(t, err)
+			require.Equal(t, tc.want, r.ContextWindow, "a route with no contextWindow takes its model's")
+		})
+	}
+	dir := setup(t, map[string]string{"weir.yaml": "model: r\nmodels:\n  r:\n    provider: p\n    model: gpt-4o\n    baseURL: http://h\n    contextWindow: 64000\n"})
+	cfg, _, err := load(t, dir, nil)
+	require.NoError(t, err)
+	r, err := cfg.HostRoute("r")
+	require.NoError(t, err)
+	require.Equal(t, int64(64000), r.ContextWindow, "a given contextWindow wins over the known one")
+}
+
 func TestValidation(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -316,8 +346,10 @@ func TestValidation(t *testing.T) {
 			"model", []string{`"deepseak" is not a configured route (did you mean "deepseek"?)`}},
 		{"default model from env not configured", nil, []string{"WEIR_MODEL=gpt"}, nil,
 			"model", []string{`"gpt" is not a configured route`, "$WEIR_MODEL"}},
-		{"zero context window", map[string]string{"weir.yaml": "models:\n  deepseek:\n    contextWindow: 0\n"}, nil, nil,
-			"models.deepseek.contextWindow", []string{"must be a positive number of tokens, got 0"}},
+		{"no context window for an unknown model", map[string]string{"weir.yaml": "models:\n  local:\n    provider: p\n    model: qwen3:8b\n    baseURL: http://h\n"}, nil, nil,
+			"models.local.contextWindow", []string{`is required for model "qwen3:8b", whose context window Weir does not know`}},
+		{"negative context window", map[string]string{"weir.yaml": "models:\n  deepseek:\n    contextWindow: -1\n"}, nil, nil,
+			"models.deepseek.contextWindow", []string{"must be a positive number of tokens, got -1"}},
 		{"max tokens not below the window", map[string]string{"weir.yaml": "models:\n  deepseek:\n    contextWindow: 8192\n"}, nil, nil,
 			"models.deepseek.maxTokens", []string{"8192 must be below contextWindow 8192", "(default value)"}},
 		{"negative max tokens", map[string]string{"weir.yaml": "models:\n  deepseek:\n    maxTokens: -1\n"}, nil, nil,

@@ -55,7 +55,9 @@ type Route struct {
 	// APIKeyEnv is the NAME of the environment variable holding the API
 	// key, never the key itself; empty when the server needs no key.
 	APIKeyEnv string `koanf:"apiKeyEnv"`
-	// ContextWindow is the context capacity in tokens (> 0).
+	// ContextWindow is the context capacity in tokens (> 0); 0 takes the
+	// known window of the model (llm.KnownLimits), and is an error for a
+	// model Weir does not know.
 	ContextWindow int64 `koanf:"contextWindow"`
 	// MaxTokens is the completion cap per request (0: provider default);
 	// it must be below ContextWindow.

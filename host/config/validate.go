@@ -123,9 +123,15 @@ func (l *loader) route(id path, r *Route) {
 		l.fail(id.with("apiKeyEnv"), "is not an environment variable name: it names the variable that holds the key "+
 			"(e.g. DEEPSEEK_API_KEY), never the key itself; put the key in that variable")
 	}
-	if r.ContextWindow <= 0 {
-		l.fail(id.with("contextWindow"), "must be a positive number of tokens, got %d; give the model's context window (e.g. 128000)", r.ContextWindow)
-	} else if r.MaxTokens >= r.ContextWindow {
+	if known, ok := llm.KnownLimits(r.Model); ok && r.ContextWindow == 0 {
+		r.ContextWindow = known.Context
+	}
+	switch {
+	case r.ContextWindow == 0:
+		l.fail(id.with("contextWindow"), "is required for model %q, whose context window Weir does not know: give it in tokens (e.g. 128000)", r.Model)
+	case r.ContextWindow < 0:
+		l.fail(id.with("contextWindow"), "must be a positive number of tokens, got %d; give the model's context window (e.g. 128000), or 0 for a known model's", r.ContextWindow)
+	case r.MaxTokens >= r.ContextWindow:
 		l.fail(id.with("maxTokens"), "%d must be below contextWindow %d: the completion must leave room for the prompt; lower maxTokens (0 leaves it to the provider)",
 			r.MaxTokens, r.ContextWindow)
 	}

@@ -593,3 +593,89 @@ func TestGeminiPartsGoBack(t *testing.T) {
 		`{"role":"user","parts":[{"functionResponse":{"id":"fc-7","name":"read","response":{"output":"A"}}},`+
 		`{"functionResponse":{"name":"echo","response":{"output":"E"}}}]}`)
 }
+
+// TestGeminiUnknownPartsGoBack: parts the adapter does not map
+// (executableCode, codeExecutionResult, a part added to the API later)
+// are kept whole, in order, survive the log's JSON, and go back unchanged
+// in the model turn, in a request the strict validator accepts; the
+// Anthropic adapter does not send them.
+func TestGeminiUnknownPartsGoBack(t *testing.T) {
+	code := `{"executableCode":{"language":"PYTHON","code":"print(1)"}}`
+	result := `{"codeExecutionResult":{"outcome":"OUTCOME_OK","output":"1\n"},"thoughtSignature":"c2ln"}`
+	future := `{"futurePart":{"x":[1,2]}}`
+	c, srv := newAPIClient(t, APIGemini, nil)
+	srv.Push(llmtest.GeminiStream(
+		llmtest.GeminiParts("", "", llmtest.GeminiTextPart("Running."), code),
+		llmtest.GeminiParts("", "", result, llmtest.GeminiTextPart("Done.")),
+		llmtest.GeminiParts("STOP", llmtest.GeminiUsage(5, 0, 3, 0), future, llmtest.GeminiCallPart("read", `{"path":"a"}`, "")),
+	))
+	req := simpleRequest("p")
+	res, err := c.Stream(context.Background(), req, nil)
+	require.NoError(t, err)
+	types := make([]string, len(res.Content))
+	for i, b := range res.Content {
+		types[i] = b.Type
+	}
+	require.Equal(t, []string{surface.BlockText, GeminiPartBlock, GeminiPartBlock, surface.BlockText, GeminiPartBlock, surface.BlockToolCall}, types)
+
+	stored, err := json.Marshal(msg("a", surface.RoleAssistant, res.Content...))
+	require.NoError(t, err)
+	var back surface.Message
+	require.NoError(t, json.Unmarshal(stored, &back))
+	calls := res.ToolCalls()
+	require.Len(t, calls, 1)
+	next := &Request{Config: req.Config, Messages: append(append([]*surface.Message(nil), req.Messages...),
+		&back, toolResult("r", calls[0].ID, "text of a"))}
+	body, err := EncodeGemini(next)
+	require.NoError(t, err)
+	require.NoError(t, llmtest.ValidateGemini(body))
+	require.Contains(t, string(body), `{"role":"model","parts":[{"text":"Running."},`+code+`,`+
+		`{"codeExecutionResult":{"outcome":"OUTCOME_OK","output":"1\n"},"thoughtSignature":"c2ln"},{"text":"Done."},`+future+`,`+
+		`{"functionCall":{"name":"read","args":{"path":"a"}}}]}`)
+
+	body, err = EncodeAnthropic(next)
+	require.NoError(t, err)
+	require.NoError(t, llmtest.ValidateAnthropic(body))
+	require.NotContains(t, string(body), "executableCode")
+	require.NotContains(t, string(body), GeminiPartBlock)
+}
+
+// TestOpenAIUnknownPartsKept: content parts of an OpenAI-compatible reply
+// whose type is not "text" are kept whole, in order between the text
+// around them, survive the log's JSON and the stream record's
+// reassembly, and are not sent back: the next request carries the text
+// only and the strict validator accepts it.
+func TestOpenAIUnknownPartsKept(t *testing.T) {
+	thinking := `{"type":"thinking","thinking":[{"type":"text","text":"hm"}]}`
+	refusal := `{"type":"refusal","refusal":"no"}`
+	srv := llmtest.NewServer(t)
+	srv.Push(llmtest.Stream(
+		`{"choices":[{"index":0,"delta":{"content":[`+thinking+`,{"type":"text","text":"Hello"}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":" there"},`+refusal+`,{"text":"."}]},"finish_reason":"stop"}]}`))
+	c := newTestClient(t, srv, nil)
+	req := simpleRequest("p")
+	res, err := c.Stream(context.Background(), req, nil)
+	require.NoError(t, err)
+	part := func(raw string) surface.Block {
+		return surface.Block{Type: OpenAIPartBlock, Unknown: jsontext.Value(`{"type":"openai-part","part":` + raw + `}`)}
+	}
+	require.Equal(t, []surface.Block{part(thinking), surface.Text("Hello there"), part(refusal), surface.Text(".")}, res.Content)
+	requireReassembles(t, res)
+
+	stored, err := json.Marshal(msg("a", surface.RoleAssistant, res.Content...))
+	require.NoError(t, err)
+	var back surface.Message
+	require.NoError(t, json.Unmarshal(stored, &back))
+	require.Equal(t, res.Content, back.Content)
+	next := &Request{Config: req.Config, Messages: append(append([]*surface.Message(nil), req.Messages...),
+		&back, msg("u", surface.RoleUser, surface.Text("go on")))}
+	body, err := EncodeRequest(next)
+	require.NoError(t, err)
+	require.NoError(t, llmtest.ValidateOpenAI(body))
+	require.NotContains(t, string(body), "refusal")
+	require.NotContains(t, string(body), OpenAIPartBlock)
+	body, err = EncodeAnthropic(next)
+	require.NoError(t, err)
+	require.NoError(t, llmtest.ValidateAnthropic(body))
+	require.NotContains(t, string(body), OpenAIPartBlock)
+}

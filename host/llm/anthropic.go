@@ -406,10 +406,11 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 // blocks, and types added to the API later): the block as the API sent
 // it, compacted, to go back unchanged. Blocks of the types a user message
 // carries (image, file, document) are not such blocks and are not sent
-// from an assistant message.
+// from an assistant message, nor are the blocks another API's adapter
+// keeps (GeminiPartBlock, OpenAIPartBlock).
 func anthropicRaw(b *surface.Block) ([]byte, bool) {
 	switch b.Type {
-	case "", "image", "file", "document":
+	case "", "image", "file", "document", GeminiPartBlock, OpenAIPartBlock:
 		return nil, false
 	}
 	c, err := jsontext.AppendFormat(nil, b.Unknown)

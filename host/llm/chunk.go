@@ -117,11 +117,21 @@ func (c *count) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 }
 
 // textField is a text member that may be a string, null, an array of
-// {"type":"text","text":...} parts, or (for arguments) a JSON object, which
-// is kept as its JSON text.
+// content parts (the text of {"type":"text","text":...} parts, other
+// types kept whole in pieces), or (for arguments) a JSON object, which is
+// kept as its JSON text.
 type textField struct {
 	s   string
 	set bool
+	// pieces is the content of an array that held a part of another type
+	// (see OpenAIPartBlock), in order; nil when s says it all.
+	pieces []piece
+}
+
+// piece is a run of text or one content part kept whole (raw).
+type piece struct {
+	text string
+	raw  jsontext.Value
 }
 
 // sanitize returns p as valid UTF-8 text, for payloads stored as strings.
@@ -266,7 +276,16 @@ func (a *assembler) delta(d *delta) {
 	if r.s != "" {
 		a.text(DeltaReasoning, r.s)
 	}
-	if d.Content.s != "" {
+	switch {
+	case d.Content.pieces != nil:
+		for _, p := range d.Content.pieces {
+			if p.raw != nil {
+				a.foreignPart(OpenAIPartBlock, p.raw)
+			} else if p.text != "" {
+				a.text(DeltaText, p.text)
+			}
+		}
+	case d.Content.s != "":
 		a.text(DeltaText, d.Content.s)
 	}
 	for i := range d.ToolCalls {

@@ -316,11 +316,19 @@ func (d *chunkDecoder) text(f *textField) error {
 	return d.dec.SkipValue()
 }
 
-// parts reads an array of content parts, keeping the text of each.
+// parts reads an array of content parts, keeping the text of each. A part
+// whose "type" is not "text" is kept whole in f.pieces, with the text
+// around it, so that it reaches the log (see OpenAIPartBlock).
 func (d *chunkDecoder) parts(f *textField) error {
 	var b strings.Builder
+	var pieces []piece
 	f.set = true
-	defer func() { f.s = b.String() }()
+	defer func() {
+		f.s = b.String()
+		if pieces != nil {
+			f.pieces = pieces
+		}
+	}()
 	if ok, err := d.enter('['); !ok {
 		return err
 	}
@@ -328,34 +336,72 @@ func (d *chunkDecoder) parts(f *textField) error {
 		if ok, err := d.more(']'); !ok {
 			return err
 		}
-		if ok, err := d.enter('{'); err != nil {
-			return err
-		} else if !ok {
+		if d.dec.PeekKind() != '{' {
+			if err := d.dec.SkipValue(); err != nil {
+				return err
+			}
 			continue
 		}
-		for {
-			ok, err := d.more('}')
-			if err != nil {
-				return err
-			}
-			if !ok {
-				break
-			}
-			name, err := d.dec.ReadToken()
-			if err != nil {
-				return err
-			}
-			if name.String() != "text" {
-				if err := d.dec.SkipValue(); err != nil {
-					return err
-				}
-				continue
-			}
-			var part textField
-			if err := d.text(&part); err != nil {
-				return err
-			}
-			b.WriteString(part.s)
+		raw, err := d.dec.ReadValue()
+		if err != nil {
+			return err
 		}
+		var typed struct {
+			Type *string `json:"type"`
+		}
+		_ = json.Unmarshal(raw, &typed, lenient)
+		if typed.Type != nil && *typed.Type != "text" {
+			pieces = append(pieces, piece{text: b.String()[textLen(pieces):]}, piece{raw: bytes.Clone(raw)})
+			continue
+		}
+		var sub chunkDecoder
+		sub.buf = *bytes.NewBuffer(raw)
+		sub.dec.Reset(&sub.buf, lenient)
+		text, err := sub.partText()
+		if err != nil {
+			return err
+		}
+		b.WriteString(text)
+		if pieces != nil {
+			pieces = append(pieces, piece{text: text})
+		}
+	}
+}
+
+// textLen is the length of the text the pieces hold.
+func textLen(pieces []piece) int {
+	n := 0
+	for _, p := range pieces {
+		n += len(p.text)
+	}
+	return n
+}
+
+// partText reads one text part object: the text of its "text" members.
+func (d *chunkDecoder) partText() (string, error) {
+	var b strings.Builder
+	if _, err := d.dec.ReadToken(); err != nil {
+		return "", err
+	}
+	for {
+		ok, err := d.more('}')
+		if err != nil || !ok {
+			return b.String(), err
+		}
+		name, err := d.dec.ReadToken()
+		if err != nil {
+			return "", err
+		}
+		if name.String() != "text" {
+			if err := d.dec.SkipValue(); err != nil {
+				return "", err
+			}
+			continue
+		}
+		var part textField
+		if err := d.text(&part); err != nil {
+			return "", err
+		}
+		b.WriteString(part.s)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -260,11 +261,43 @@ func geminiParts(m *surface.Message, names map[string]geminiCall) (role string, 
 					}
 					w.raw(`}`)
 				})
+			case GeminiPartBlock:
+				if raw, ok := foreignPartOf(b); ok {
+					add(func(w *writer) { w.b = append(w.b, raw...) })
+				}
 			}
 		}
 		return "model", out, err
 	}
 	return "", nil, fmt.Errorf("role %q cannot be sent", m.Role)
+}
+
+// GeminiPartBlock is the type of a block that keeps a Gemini content part
+// the adapter does not map (executableCode, codeExecutionResult,
+// inlineData, parts added to the API later): the part as the API sent it
+// is in the block's "part" member, and goes back unchanged in the model
+// turn it came in. Other APIs do not send it.
+const GeminiPartBlock = "gemini-part"
+
+// OpenAIPartBlock is the type of a block that keeps a content part of an
+// OpenAI-compatible reply whose "type" is not "text" (a server's
+// thinking or refusal parts, types added later): the part as the server
+// sent it is in the block's "part" member. It is kept in the log but not
+// sent back: the chat completions reference allows only text (or a lone
+// refusal) in an assistant message's content, and a part one compatible
+// server sent cannot be assumed valid on another.
+const OpenAIPartBlock = "openai-part"
+
+// foreignPartOf returns the part a GeminiPartBlock keeps, ok false when
+// the block holds no JSON object there.
+func foreignPartOf(b *surface.Block) (jsontext.Value, bool) {
+	var s struct {
+		Part jsontext.Value `json:"part"`
+	}
+	if len(b.Unknown) == 0 || json.Unmarshal(b.Unknown, &s) != nil || s.Part.Kind() != '{' {
+		return nil, false
+	}
+	return s.Part, true
 }
 
 // providerIDOf returns the id the API gave a call (see blockExtra), ""

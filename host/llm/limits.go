@@ -23,6 +23,7 @@ var knownLimits = map[string]Limits{
 	"gemini-2.5-pro":    {Output: 65536, Context: 1048576},
 	"deepseek-chat":     {Output: 8192, Context: 128000},
 	"gpt-5":             {Output: 128000, Context: 400000},
+	"gpt-4o":            {Output: 16384, Context: 128000},
 }
 
 // KnownLimits returns the published limits of model, ok false when the

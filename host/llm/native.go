@@ -270,6 +270,25 @@ func (a *assembler) rawBlock(raw jsontext.Value) {
 	a.progress++
 }
 
+// foreignPart keeps a content part that has no "type" member of its own
+// (a Gemini part, which is named by its one data member) as a block of
+// type typ holding the part, compacted, in its "part" member, to be sent
+// back unchanged to the API it came from.
+func (a *assembler) foreignPart(typ string, raw jsontext.Value) {
+	c, err := jsontext.AppendFormat(nil, raw)
+	if err != nil || jsontext.Value(c).Kind() != '{' {
+		return
+	}
+	w := writer{}
+	w.raw(`{"type":`)
+	w.str(typ)
+	w.raw(`,"part":`)
+	w.b = append(w.b, c...)
+	w.raw(`}`)
+	a.parts = append(a.parts, &part{raw: w.b})
+	a.progress++
+}
+
 // block starts a new text or reasoning part for content block index, so
 // that two blocks of one kind stay two blocks when the API sent two.
 func (a *assembler) block(index int, kind DeltaKind) {
@@ -310,20 +329,25 @@ type geminiUsage struct {
 	ToolPrompt count `json:"toolUsePromptTokenCount"`
 }
 
+// geminiPart is the part members the adapter maps; a part with none of
+// them (executableCode, codeExecutionResult, inlineData, parts added to
+// the API later) is kept whole as a block of type GeminiPartBlock.
+type geminiPart struct {
+	Text             *string `json:"text"`
+	Thought          bool    `json:"thought"`
+	ThoughtSignature string  `json:"thoughtSignature"`
+	FunctionCall     *struct {
+		ID   string         `json:"id"`
+		Name string         `json:"name"`
+		Args jsontext.Value `json:"args"`
+	} `json:"functionCall"`
+}
+
 type geminiChunk struct {
 	Candidates []struct {
 		Index   int `json:"index"`
 		Content *struct {
-			Parts []struct {
-				Text             *string `json:"text"`
-				Thought          bool    `json:"thought"`
-				ThoughtSignature string  `json:"thoughtSignature"`
-				FunctionCall     *struct {
-					ID   string         `json:"id"`
-					Name string         `json:"name"`
-					Args jsontext.Value `json:"args"`
-				} `json:"functionCall"`
-			} `json:"parts"`
+			Parts []jsontext.Value `json:"parts"`
 		} `json:"content"`
 		FinishReason string `json:"finishReason"`
 	} `json:"candidates"`
@@ -376,7 +400,11 @@ func (a *assembler) gemini(p []byte) {
 			continue
 		}
 		if cand.Content != nil {
-			for _, part := range cand.Content.Parts {
+			for _, raw := range cand.Content.Parts {
+				var part geminiPart
+				if json.Unmarshal(raw, &part, lenient) != nil {
+					continue
+				}
 				switch {
 				case part.FunctionCall != nil:
 					n := len(a.calls)
@@ -400,6 +428,8 @@ func (a *assembler) gemini(p []byte) {
 					a.geminiText(DeltaReasoning, *part.Text, part.ThoughtSignature)
 				case part.Text != nil:
 					a.geminiText(DeltaText, *part.Text, part.ThoughtSignature)
+				default:
+					a.foreignPart(GeminiPartBlock, raw)
 				}
 			}
 		}

@@ -57,7 +57,8 @@ func replyKinds(api API) map[string]scriptedReply {
 			},
 			"calls with every part": func(n int) llmtest.Reply {
 				return llmtest.GeminiStream(
-					resp(n, "", llmtest.GeminiThoughtPart("plan"), `{"text":"","thoughtSignature":"c2ln"}`),
+					resp(n, "", llmtest.GeminiThoughtPart("plan"), `{"text":"","thoughtSignature":"c2ln"}`,
+						`{"executableCode":{"language":"PYTHON","code":"print(1)"}}`, `{"futurePart":{}}`),
 					resp(n, "STOP", `{"functionCall":{"id":"fc`+fmt.Sprint(n)+`","name":"read","args":{}},"thoughtSignature":"c2ln"}`,
 						llmtest.GeminiCallPart("echo", `{"a":1}`, "")))
 			},
@@ -75,6 +76,7 @@ func replyKinds(api API) map[string]scriptedReply {
 		},
 		"calls": func(n int) llmtest.Reply {
 			return llmtest.Stream(llmtest.Role(), llmtest.Reasoning("plan"),
+				`{"choices":[{"index":0,"delta":{"content":[{"type":"refusal","refusal":"x"},{"type":"text","text":"ok"}]}}]}`,
 				llmtest.ToolCall(0, fmt.Sprintf("call_a%d", n), "read", `{}`), llmtest.ToolCall(1, fmt.Sprintf("call_b%d", n), "read", `{}`),
 				llmtest.Finish("tool_calls"))
 		},
