@@ -328,7 +328,7 @@ typedef struct weir_generations {
 
 int weir_generations_get(weir_generations *g);
 
-/* weir_measure_total returns the meter's measurement total_tokens and
+/* weir_measure returns the meter's measurement total_tokens and
  * surface_tokens; the raw Measurement message is in *raw for other fields. */
 int weir_measure(int64_t *total_tokens, int64_t *surface_tokens, weir_str *raw);
 
