@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host"
@@ -26,7 +27,11 @@ func TestInterpreterFirstSameLog(t *testing.T) {
 	var meterStats plugin.Stats
 	run := func(rt *plugin.Runtime, between func()) string {
 		load := func(name string, role provider.Role, config string) *provider.Plugin {
-			p, err := provider.Load(ctx, rt, provider.Spec{Name: name, Role: role, Wasm: plugins.FirstParty[name], Config: []byte(config)},
+			// Deadlines a loaded machine meets: an interpreter start that
+			// timed out would wait for the compiled module instead, and the
+			// meter would never run on the interpreter.
+			limits := provider.Limits{Start: 5 * time.Minute, Call: 5 * time.Minute}
+			p, err := provider.Load(ctx, rt, provider.Spec{Name: name, Role: role, Wasm: plugins.FirstParty[name], Config: []byte(config), Limits: limits},
 				provider.WithTokenizers(tmnative.Counters()))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = p.Close(ctx) })
