@@ -53,5 +53,10 @@
 //
 // Plugin instances are interchangeable and may be replaced at any time:
 // keep durable state in the state blob of the compaction and token meter
-// methods, never in package variables.
+// methods, never in package variables. A compaction state blob is durable:
+// when a result returns a changed state, the host writes it to the session
+// log (a plugin/state event committed or refused with that result), and
+// every later request carries the latest one of this plugin and module, in
+// this process or the next. A new module version starts from an empty
+// state; a state over 1 MiB is refused (docs/abi.md section 2).
 package sdk
