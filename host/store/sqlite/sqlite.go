@@ -50,7 +50,10 @@ func Lease(lease, renew time.Duration) Option {
 // Wait bounds how long a write waits for the database's write lock while
 // another transaction, of any process, holds it (busy_timeout; default
 // 1 min: the queue of writers of many processes starting at once on a
-// loaded machine) before it fails with store.ErrLocked naming the session's writer.
+// loaded machine) before it fails with store.ErrLocked. The write lock is
+// the whole database's, so the error says the database is locked by
+// another writer or transaction (SQLite does not say which) and gives the
+// session's own lease apart from that.
 func Wait(d time.Duration) Option { return func(o *options) { o.cfg.Wait = d } }
 
 // NoSync sets synchronous=OFF: appends are acknowledged before they are
@@ -68,7 +71,8 @@ INSERT INTO weir_epoch (last) SELECT COALESCE(MAX(epoch), 0) FROM sessions`,
 		var e *sqlite3.Error
 		return errors.As(err, &e) && e.Code() == sqlite3.CONSTRAINT
 	},
-	Lock: "the database's write lock",
+	Lock:         "the database's write lock",
+	DatabaseLock: true,
 	Busy: func(err error) bool {
 		return errors.Is(err, sqlite3.BUSY) || errors.Is(err, sqlite3.LOCKED)
 	},

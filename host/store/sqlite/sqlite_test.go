@@ -151,3 +151,54 @@ func TestManyProcesses(t *testing.T) {
 		require.EqualValues(t, 6, i.Events, "session %s", i.ID)
 	}
 }
+
+// TestLockedNamesTheDatabase: SQLite's write lock is the whole database's,
+// so an open that gave up waiting for it says the database is locked by
+// another writer or transaction, and never names a session's writer as
+// the holder: not the writer of another session, and this session's own
+// writer only as its lease, apart from the lock.
+func TestLockedNamesTheDatabase(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "locked.db")
+	a, err := sqlite.Open(ctx, path, sqlite.Wait(200*time.Millisecond))
+	require.NoError(t, err)
+	defer a.Close()
+	w, err := a.Open(ctx, "held", store.OpenOptions{Create: true}, nil)
+	require.NoError(t, err)
+	defer w.Close()
+	lease, err := a.Lease(ctx, "held")
+	require.NoError(t, err)
+	require.NotEmpty(t, lease.Holder)
+
+	// Another client of the file holds the write lock.
+	tx, err := a.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.Exec(`UPDATE weir_epoch SET last = last`)
+	require.NoError(t, err)
+
+	b, err := sqlite.Open(ctx, path, sqlite.Wait(200*time.Millisecond))
+	require.NoError(t, err)
+	defer b.Close()
+	cases := []struct {
+		id, lease string
+	}{
+		{"other", "apart from that lock, no writer holds the session's lease"},
+		{"held", "apart from that lock, the session's writer " + lease.Holder + " holds its lease (epoch " + fmt.Sprint(lease.Epoch) + ")"},
+	}
+	for _, c := range cases {
+		t.Run(c.id, func(t *testing.T) {
+			_, err := b.Open(ctx, c.id, store.OpenOptions{Create: true}, nil)
+			require.ErrorIs(t, err, store.ErrLocked)
+			msg := err.Error()
+			t.Log(msg)
+			require.Contains(t, msg, "gave up after waiting 200ms for the database's write lock (bounded wait)")
+			require.Contains(t, msg, "the database is locked by another writer or transaction, of any session or client of the file, which sqlite does not name")
+			require.Contains(t, msg, c.lease)
+			require.NotContains(t, msg, "which another transaction holds;", "the lock's holder is not the session's writer")
+			if c.id == "other" {
+				require.NotContains(t, msg, lease.Holder, "another session's writer is not named")
+			}
+		})
+	}
+}

@@ -80,6 +80,13 @@ type Dialect struct {
 	// Lock names what a writer waits for, in errors ("the session's
 	// row", "the database's write lock").
 	Lock string
+	// DatabaseLock says that Lock is one lock for the whole database
+	// (SQLite's write lock), held by whichever transaction writes, of
+	// any session or client: a wait given up then names no holder, only
+	// the session's own lease for what it is. Otherwise Lock is the
+	// session's own (PostgreSQL's row lock) and the error names the
+	// session's writer as its holder.
+	DatabaseLock bool
 	// EpochSource is migration 2's statements: the database-wide counter
 	// every new epoch is drawn from, started above every epoch stored.
 	EpochSource string
@@ -262,19 +269,26 @@ func (s *Store) fail(err error, id string, format string, args ...any) error {
 	defer cancel()
 	var holder string
 	var epoch, until, now int64
-	who := "no writer holds the session's lease"
+	lease := "no writer holds the session's lease"
 	qerr := s.db.QueryRowContext(ctx, s.q(`SELECT holder, epoch, lease_until, NOW() FROM sessions WHERE id = ?`), id).Scan(&holder, &epoch, &until, &now)
 	switch {
 	case qerr != nil && !errors.Is(qerr, sql.ErrNoRows):
-		who = fmt.Sprintf("its writer could not be read (%v)", qerr)
+		lease = fmt.Sprintf("the session's writer could not be read (%v)", qerr)
 	case qerr == nil && until > now:
-		who = fmt.Sprintf("the session's writer %s holds its lease (epoch %d) for %s more, until %s",
+		lease = fmt.Sprintf("the session's writer %s holds its lease (epoch %d) for %s more, until %s",
 			holderName(holder), epoch, time.Duration(until-now)*time.Millisecond, time.UnixMilli(until).UTC().Format(time.RFC3339Nano))
 	case qerr == nil && holder != "":
-		who = fmt.Sprintf("the lease of the session's writer %s (epoch %d) ran out %s ago", holderName(holder), epoch, time.Duration(now-until)*time.Millisecond)
+		lease = fmt.Sprintf("the lease of the session's writer %s (epoch %d) ran out %s ago", holderName(holder), epoch, time.Duration(now-until)*time.Millisecond)
+	}
+	what := fmt.Sprintf(format, args...)
+	if s.d.DatabaseLock {
+		// The lock is the whole database's: its holder is whichever
+		// transaction writes, which the database does not tell.
+		return fmt.Errorf("%s store %s: %s: gave up after waiting %s for %s (bounded wait): the database is locked by another writer or transaction, of any session or client of the file, which %s does not name; apart from that lock, %s: %w (%v)",
+			s.d.Name, s.cfg.Where, what, s.cfg.Wait, s.d.Lock, s.d.Name, lease, store.ErrLocked, err)
 	}
 	return fmt.Errorf("%s store %s: %s: gave up after waiting %s for %s, which another transaction holds (bounded wait); %s: %w (%v)",
-		s.d.Name, s.cfg.Where, fmt.Sprintf(format, args...), s.cfg.Wait, s.d.Lock, who, store.ErrLocked, err)
+		s.d.Name, s.cfg.Where, what, s.cfg.Wait, s.d.Lock, lease, store.ErrLocked, err)
 }
 
 // holderName is a holder column as errors show it.
