@@ -76,7 +76,7 @@ func compactCmd(e *env, args []string) error {
 		return err
 	}
 	if *dry {
-		return compactDryRun(e, cfg, route, pos[0], *asJSON)
+		return compactDryRun(e, cfg, route, pos[0], o.configFile, *asJSON)
 	}
 	s, release, err := openSession(cfg, pos[0], true)
 	if err != nil {
@@ -147,10 +147,11 @@ func compactionAgent(ctx context.Context, e *env, cfg *config.Config, route *set
 }
 
 // compactDryRun runs the configured compaction on the session read into
-// memory (the file is opened for reading only, so not even a resume marker
-// is written) and prints the receipt.
-func compactDryRun(e *env, cfg *config.Config, route *setup.Route, path string, asJSON bool) error {
-	ld, err := loadLog(path, "")
+// memory (a session file, or a session id of the store configFile
+// configures, read without its lease, so not even a resume marker is
+// written) and prints the receipt.
+func compactDryRun(e *env, cfg *config.Config, route *setup.Route, path, configFile string, asJSON bool) error {
+	ld, err := loadLog(path, configFile)
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,7 @@ func TestSessionsInSQLite(t *testing.T) {
 	writeFile(t, filepath.Join(other, "alt.yaml"), "sessions:\n  store: sqlite:"+filepath.Join(dir, "sessions.db")+"\n")
 	for _, args := range [][]string{
 		{"replay", "demo-2"}, {"transcript", "demo-2"}, {"inspect", "demo-2"}, {"request", "demo-2", "--at", "4"},
+		{"snapshot", "demo-2", filepath.Join(other, "snap")},
 	} {
 		r = runHost(t, other, "", append(args, "--config", "alt.yaml")...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
@@ -80,6 +81,12 @@ func TestSessionsInSQLite(t *testing.T) {
 	}
 	r = runHost(t, other, "", "transcript", "demo-2", "--config", "alt.yaml")
 	require.Equal(t, r2.stdout, r.stdout)
+	// The dry run reads the session (its compaction of so short a log is
+	// refused as no smaller, which exits 1 after the receipt).
+	r = runHost(t, other, "", "compact", "--route", "offline", "--dry-run", "demo-2", "--config", "alt.yaml")
+	require.Contains(t, r.stdout, "dry run on demo-2: nothing was written", r.stderr)
+	r = runHost(t, other, "", "compact", "--route", "offline", "--dry-run", "demo-2")
+	require.Contains(t, r.stderr, "no session of that id in the store")
 
 	// Copying again onto the same copy finds nothing left to do; copying
 	// over a session that holds other events is refused.

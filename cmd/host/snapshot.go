@@ -15,14 +15,15 @@ func init() {
 func snapshotCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
 	check := fs.Bool("check", false, "compare with the snapshot in DIR instead of writing it; exit 1 with a diff when what the model sees changed")
+	configFile := fs.String("config", "", "the configuration whose sessions.store holds SESSION when it is a session id (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 {
-		return usagef("usage: %[1]s snapshot [--check] SESSION DIR", prog)
+		return usagef("usage: %[1]s snapshot [--check] [--config FILE] SESSION DIR", prog)
 	}
-	ld, err := loadLog(pos[0], "")
+	ld, err := loadLog(pos[0], *configFile)
 	if err != nil {
 		return err
 	}
