@@ -30,6 +30,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if u := os.Getenv(hostsEnv); u != "" {
+		if err := hostsChild(u, os.Getenv(hostsArgsEnv), os.Getenv(hostsModelEnv)); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	storetest.Main(func(url string) (store.Store, error) {
 		return postgres.Open(context.Background(), url, postgres.Password(postgres.PasswordEnv))
 	})
