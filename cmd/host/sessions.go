@@ -186,7 +186,7 @@ func sessionsCmd(e *env, args []string) error {
 	case "delete":
 		d, ok := st.(store.Deleter)
 		if !ok {
-			return fmt.Errorf("sessions delete: this store does not delete sessions (the file store keeps one file per session: delete the file)")
+			return fmt.Errorf("sessions delete: this store does not delete sessions")
 		}
 		if err := d.Delete(ctx, pos[1]); err != nil {
 			return fmt.Errorf("sessions delete: %w", err)
@@ -196,7 +196,7 @@ func sessionsCmd(e *env, args []string) error {
 	case "release":
 		l, ok := st.(store.Leaser)
 		if !ok {
-			return fmt.Errorf("sessions release: this store has no lease to release (the file store's lock ends with its writer's process)")
+			return fmt.Errorf("sessions release: this store has no lease to release")
 		}
 		lease, err := l.Lease(ctx, pos[1])
 		if err != nil {
@@ -205,7 +205,7 @@ func sessionsCmd(e *env, args []string) error {
 		if err := l.Lapse(ctx, pos[1]); err != nil {
 			return fmt.Errorf("sessions release: %w", err)
 		}
-		if lease.Left == 0 {
+		if !lease.Held() {
 			fmt.Fprintf(e.stdout, "session %s: no writer held its lease\n", pos[1])
 			return nil
 		}
@@ -289,14 +289,24 @@ func showSession(ctx context.Context, e *env, st store.Store, id string) error {
 			return err
 		}
 		holder := lease.Holder
-		if holder == "" {
+		switch {
+		case lease.UntilExit && holder == "":
+			holder = "a process of this machine"
+		case holder == "":
 			holder = "-"
 		}
 		left := "free"
-		if lease.Left > 0 {
+		switch {
+		case lease.UntilExit:
+			left = "until its writer closes the session or its process exits"
+		case lease.Left > 0:
 			left = lease.Left.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "writer\t%s\nepoch\t%d\nlease left\t%s\n", holder, lease.Epoch, left)
+		fmt.Fprintf(tw, "writer\t%s\n", holder)
+		if lease.Epoch > 0 {
+			fmt.Fprintf(tw, "epoch\t%d\n", lease.Epoch)
+		}
+		fmt.Fprintf(tw, "lease left\t%s\n", left)
 	}
 	return tw.Flush()
 }

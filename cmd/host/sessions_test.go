@@ -2,17 +2,23 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/weirhost/weir/host/store"
+	"github.com/weirhost/weir/host/store/file"
+	"github.com/weirhost/weir/host/store/storetest"
 )
 
 // TestSessionsInSQLite runs a session kept in a SQLite store by id, lists
@@ -208,4 +214,50 @@ func TestImportKilledThenRetried(t *testing.T) {
 	a, b := readFile(t, src), readFile(t, back)
 	require.Equal(t, a[strings.IndexByte(a, '\n'):], b[strings.IndexByte(b, '\n'):], "the session is whole after the retries")
 	t.Logf("%d of 6 killed imports had resumed an earlier one", resumed)
+}
+
+// TestSessionsInTheFileStore: show, release and delete follow the file
+// store's lock, which lasts as long as its writer: while this process
+// holds a session's lock, show names the process, release is refused
+// naming it, and delete is refused; once it closed, the session is free,
+// release has nothing to do and delete removes the file.
+func TestSessionsInTheFileStore(t *testing.T) {
+	dir := t.TempDir()
+	sessions := filepath.Join(dir, ".weir", "sessions")
+	ctx := context.Background()
+	w, err := file.Dir(sessions).Open(ctx, "demo-f", store.OpenOptions{Create: true}, nil)
+	require.NoError(t, err)
+	defer w.Close()
+	require.NoError(t, w.Append(ctx, storetest.Synthetic(t, 3)))
+	pid := strconv.Itoa(os.Getpid())
+
+	r := runHost(t, dir, "", "sessions", "show", "demo-f")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^events +3$`, r.stdout)
+	require.Regexp(t, `(?m)^writer +(pid `+pid+`|a process of this machine)$`, r.stdout)
+	require.Regexp(t, `(?m)^lease left +until its writer closes the session or its process exits$`, r.stdout)
+	require.NotContains(t, r.stdout, "epoch", "the file store has no epochs")
+	r = runHost(t, dir, "", "sessions", "release", "demo-f")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "a file's lock cannot be released from outside and never outlives its writer")
+	r = runHost(t, dir, "", "sessions", "delete", "demo-f")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "another writer holds it")
+	require.FileExists(t, filepath.Join(sessions, "demo-f.jsonl"))
+
+	require.NoError(t, w.Close())
+	r = runHost(t, dir, "", "sessions", "show", "demo-f")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^writer +-$`, r.stdout)
+	require.Regexp(t, `(?m)^lease left +free$`, r.stdout)
+	r = runHost(t, dir, "", "sessions", "release", "demo-f")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "no writer held its lease")
+	r = runHost(t, dir, "", "sessions", "delete", "demo-f")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "deleted demo-f\n", r.stdout)
+	require.NoFileExists(t, filepath.Join(sessions, "demo-f.jsonl"))
+	r = runHost(t, dir, "", "sessions", "show", "demo-f")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "session not found")
 }

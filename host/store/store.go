@@ -103,26 +103,43 @@ type Deleter interface {
 	Delete(ctx context.Context, id string) error
 }
 
-// Lease is a session's writer lease as the database last committed it.
+// Lease is a session's writer lease: as the database last committed it
+// (the SQL stores), or the lock of its file as it is now (the file store).
 type Lease struct {
-	// Holder names the last writer to take the lease (host/pid/random);
-	// it stays after the writer closes.
+	// Holder names the writer: in the SQL stores the last writer to take
+	// the lease (host/pid/random), which stays after the writer closes;
+	// in the file store the process holding the file's lock ("pid 4121",
+	// or "" when free or when the system does not tell).
 	Holder string
-	// Epoch is that writer's fencing token.
+	// Epoch is that writer's fencing token; 0 in the file store, which
+	// needs none.
 	Epoch int64
 	// Left is how long the lease has to run by the database's clock; 0
-	// when it is free (closed, lapsed or released).
+	// when it is free (closed, lapsed or released), and for a lock held
+	// UntilExit.
 	Left time.Duration
+	// UntilExit is set for a held lock that lasts as long as its holder
+	// (the file store's flock): it ends when the holder closes the
+	// session or its process ends, never before, so it cannot lapse and
+	// Lapse refuses to end it.
+	UntilExit bool
 }
 
-// Leaser is implemented by stores whose writer leases can lapse: the SQL
-// stores.
+// Held reports whether a writer holds the lease.
+func (l Lease) Held() bool { return l.Left > 0 || l.UntilExit }
+
+// Leaser is implemented by stores that can tell who holds a session's
+// writer lease: the SQL stores, whose leases can lapse, and the file
+// store, whose lock ends only with its holder.
 type Leaser interface {
 	// Lease returns session id's lease.
 	Lease(ctx context.Context, id string) (Lease, error)
 	// Lapse ends session id's lease as if it had timed out, so another
 	// writer may open the session at once: for an operator who knows the
 	// holder is gone. A holder still alive is fenced at its next append.
+	// A lease held UntilExit is refused with an error matching ErrLocked
+	// (its holder is alive: the lock outlives no process); a free one is
+	// left as it is.
 	Lapse(ctx context.Context, id string) error
 }
 

@@ -84,6 +84,13 @@ func Open(path string, opts ...Option) (*Session, *surface.Log, error) {
 		f.Close()
 		return nil, nil, err
 	}
+	// The lock is the file's, not the path's: a file deleted (by a writer
+	// holding the lock) between the open and the lock would take appends
+	// no one can read.
+	if err := samePath(f, path); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
 	ld, err := read(f, path, cfg)
 	if err != nil {
 		f.Close()
@@ -103,6 +110,22 @@ func Open(path string, opts ...Option) (*Session, *surface.Log, error) {
 	s := &Session{path: path, cfg: cfg, header: ld.Header, osf: f, f: f, wrap: osFile,
 		size: ld.Size, next: ld.Events, torn: ld.Torn}
 	return s, ld.Log, nil
+}
+
+// samePath checks that path still names the file f, opened from it.
+func samePath(f *os.File, path string) error {
+	fst, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open session log %s: %w", path, err)
+	}
+	pst, err := os.Stat(path)
+	if err == nil && !os.SameFile(fst, pst) {
+		err = fs.ErrNotExist
+	}
+	if err != nil {
+		return fmt.Errorf("open session log %s: deleted or replaced while it was being opened: %w", path, err)
+	}
+	return nil
 }
 
 // removeTemps deletes temporary files of unfinished publications of path.

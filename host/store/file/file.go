@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -233,6 +234,53 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	defer js.Close()
 	return os.Remove(path)
+}
+
+// Lease implements store.Leaser: whether a writer holds the lock of
+// session id's file, and which process when the system tells (Linux). A
+// held lock lasts until its holder closes the session or its process
+// ends (Lease.UntilExit). Asking takes the lock shared for an instant: a
+// writer opening the session in that instant is refused (store.ErrLocked)
+// and may open it again.
+func (s *Store) Lease(ctx context.Context, id string) (store.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Lease{}, err
+	}
+	path, err := s.Path(id)
+	if err != nil {
+		return store.Lease{}, err
+	}
+	pid, held, err := holder(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return store.Lease{}, fmt.Errorf("session %s: no file %s: %w", id, path, store.ErrNotFound)
+	}
+	if err != nil || !held {
+		return store.Lease{}, err
+	}
+	l := store.Lease{UntilExit: true}
+	if pid > 0 {
+		l.Holder = "pid " + strconv.Itoa(pid)
+	}
+	return l, nil
+}
+
+// Lapse implements store.Leaser. A file's lock ends only with its holder
+// (when it closes the session or its process ends, the system releases
+// it), so there is never a dead writer's lock to end: a free lock is left
+// as it is, and a held one is refused with an error matching
+// store.ErrLocked naming the process.
+func (s *Store) Lapse(ctx context.Context, id string) error {
+	l, err := s.Lease(ctx, id)
+	if err != nil || !l.Held() {
+		return err
+	}
+	who := "a live process of this machine"
+	if l.Holder != "" {
+		who = "live process " + strings.TrimPrefix(l.Holder, "pid ")
+	}
+	path, _ := s.Path(id)
+	return fmt.Errorf("session %s: %s holds the lock of %s; a file's lock cannot be released from outside and never outlives its writer: it ends when that process closes the session or exits (stop it, and the next writer opens at once): %w",
+		id, who, path, store.ErrLocked)
 }
 
 // Close implements store.Store; a file store holds nothing open.

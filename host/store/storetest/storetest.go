@@ -182,6 +182,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("FencedAfterTakeover", func(t *testing.T) { testFenced(t, h) })
 	t.Run("FrozenWriter", func(t *testing.T) { testFrozen(t, h) })
 	t.Run("EpochsNeverRepeat", func(t *testing.T) { testEpochs(t, h) })
+	t.Run("LeaseTools", func(t *testing.T) { testLeaseTools(t, h) })
 	t.Run("ReaderDuringWrites", func(t *testing.T) { testReader(t, h) })
 	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, h) })
 	t.Run("List", func(t *testing.T) { testList(t, h) })
@@ -475,6 +476,58 @@ func testFrozen(t *testing.T, h Harness) {
 		want[i] = encode(evs[i])
 	}
 	requireLines(t, want, got, "after the takeover")
+}
+
+// testLeaseTools: a store that tells who holds a session (store.Leaser)
+// says so while a writer holds it, refuses to delete it then, and to end
+// a lock that lasts as long as its holder; once the writer closed, the
+// session is free, releasing it changes nothing, and it can be deleted.
+func testLeaseTools(t *testing.T, h Harness) {
+	st := newStore(t, h)
+	l, ok := st.(store.Leaser)
+	if !ok {
+		t.Skip("this store does not tell who holds a session")
+	}
+	ctx := context.Background()
+	_, err := l.Lease(ctx, "no-such-session")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, l.Lapse(ctx, "no-such-session"), store.ErrNotFound)
+	w, _ := open(t, st, "tools", true)
+	defer w.Close()
+	require.NoError(t, w.Append(ctx, Synthetic(t, 2)))
+	held, err := l.Lease(ctx, "tools")
+	require.NoError(t, err)
+	require.True(t, held.Held(), "the writer holds the session: %+v", held)
+	if !held.UntilExit {
+		require.NotEmpty(t, held.Holder, "the lease names its writer")
+		require.Positive(t, held.Epoch)
+	}
+	if d, ok := st.(store.Deleter); ok {
+		require.ErrorIs(t, d.Delete(ctx, "tools"), store.ErrLocked, "a held session is not deleted")
+	}
+	if held.UntilExit {
+		err := l.Lapse(ctx, "tools")
+		require.ErrorIs(t, err, store.ErrLocked, "a lock that lasts as long as its holder is not ended from outside")
+		if held.Holder != "" {
+			require.Contains(t, err.Error(), strings.TrimPrefix(held.Holder, "pid "), "the refusal names the holder")
+		}
+		require.NoError(t, w.Append(ctx, Synthetic(t, 3)[2:]), "the writer keeps its lock")
+	}
+	require.NoError(t, w.Close())
+	free, err := l.Lease(ctx, "tools")
+	require.NoError(t, err)
+	require.False(t, free.Held(), "a closed writer holds nothing: %+v", free)
+	require.NoError(t, l.Lapse(ctx, "tools"), "releasing a free session changes nothing")
+	w2, got := open(t, st, "tools", false)
+	require.NotEmpty(t, got)
+	require.NoError(t, w2.Close())
+	if d, ok := st.(store.Deleter); ok {
+		require.NoError(t, d.Delete(ctx, "tools"))
+		_, err = l.Lease(ctx, "tools")
+		require.ErrorIs(t, err, store.ErrNotFound, "a deleted session is gone")
+		_, err = st.Load(ctx, "tools", func(surface.Event) error { return nil })
+		require.ErrorIs(t, err, store.ErrNotFound)
+	}
 }
 
 // testEpochs: a writer paused across its session's deletion and
