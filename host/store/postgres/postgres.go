@@ -183,7 +183,13 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	cc.RuntimeParams["application_name"] = "weir"
 	db := stdlib.OpenDB(*cc)
-	db.SetMaxOpenConns(8)
+	// Keep every connection the store may open: database/sql keeps 2 idle
+	// by default and closes the others as they come back, so a host with
+	// a few sessions at once opened a new connection (TCP, password
+	// authentication, a server process) for most appends, which took up
+	// to a second on a loaded machine (TestScaleOutHosts).
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres store %s: connect: %w", where, err)
@@ -195,5 +201,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	return &Store{s}, nil
 }
+
+// maxConns bounds the connections of one store, shared by all its
+// sessions' writers and readers.
+const maxConns = 8
 
 var _ interface{ DB() *sql.DB } = (*Store)(nil)
