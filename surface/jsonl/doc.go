@@ -53,5 +53,7 @@
 //
 // One writer per session: Open and the first Append of a created session take
 // an exclusive advisory lock (flock) on the file, so a second writer, in this
-// process or another, fails with a *LockedError until Close.
+// process or another, fails with a *LockedError until Close. The lock is the
+// file's: Open checks, once it holds it, that the path still names the file
+// it opened, so a file deleted (or replaced) meanwhile is not written to.
 package jsonl
