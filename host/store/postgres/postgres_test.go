@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"strings"
@@ -203,4 +204,49 @@ func BenchmarkStore(b *testing.B) {
 		}
 		return open(b, newDB(b), opts...)
 	})
+}
+
+// TestConnectionsStayOpen: a store serving several sessions at once keeps
+// the connections it opened instead of closing them as they come back to
+// the pool and opening new ones (each a TCP connection, a password
+// authentication and a server process: up to a second on a loaded
+// machine, which TestScaleOutHosts showed as seconds-long appends).
+func TestConnectionsStayOpen(t *testing.T) {
+	st := open(t, newDB(t))
+	defer st.Close()
+	ctx := context.Background()
+	// Four connections in use at once, back in the pool together.
+	var txs []*sql.Tx
+	for range 4 {
+		tx, err := st.DB().BeginTx(ctx, nil)
+		require.NoError(t, err)
+		txs = append(txs, tx)
+	}
+	for _, tx := range txs {
+		require.NoError(t, tx.Rollback())
+	}
+	evs := storetest.Synthetic(t, 20)
+	errs := make(chan error, 6)
+	for i := range 6 {
+		go func() {
+			w, err := st.Open(ctx, fmt.Sprintf("c%d", i), store.OpenOptions{Create: true}, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for j := range evs {
+				if err := w.Append(ctx, evs[j:j+1]); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- w.Close()
+		}()
+	}
+	for range 6 {
+		require.NoError(t, <-errs)
+	}
+	stats := st.DB().Stats()
+	require.Zero(t, stats.MaxIdleClosed, "no connection was closed for want of room in the idle pool: %+v", stats)
+	require.GreaterOrEqual(t, stats.OpenConnections, 4, "the connections used at once are all still open")
 }
