@@ -455,7 +455,7 @@ func TestEncodeAnthropic(t *testing.T) {
 func TestEncodeGemini(t *testing.T) {
 	want := `{"systemInstruction":{"parts":[{"text":"be brief"}]},"contents":[` +
 		`{"role":"user","parts":[{"text":"summary so far"},{"text":"echo twice"}]},` +
-		`{"role":"model","parts":[{"functionCall":{"name":"echo","args":{"text":"a"}}},{"functionCall":{"name":"echo","args":{}}}]},` +
+		`{"role":"model","parts":[{"text":"unsigned","thought":true},{"functionCall":{"name":"echo","args":{"text":"a"}}},{"functionCall":{"name":"echo","args":{}}}]},` +
 		`{"role":"user","parts":[{"functionResponse":{"name":"echo","response":{"output":"a"}}},{"functionResponse":{"name":"echo","response":{"error":"no text"}}},` +
 		`{"text":"<system>\nnow be verbose\n</system>"}]},` +
 		`{"role":"model","parts":[{"text":"done"}]},` +

@@ -38,7 +38,8 @@ const ProviderDeepSeek = "deepseek"
 //   - block types a role cannot carry are left out, and a message left with
 //     nothing to send is not sent;
 //   - a tool call without a result, and a result that answers no call, are
-//     not sent (see paired: a reply cut by the output limit mid call).
+//     not sent (see paired: a reply cut by the output limit mid call;
+//     encoder version 1 sent them, see EncoderVersion).
 //
 // Tools are sent as {"type":"function","function":schema}; a schema that
 // already has that form is sent as is, and an MCP-style schema
@@ -66,11 +67,15 @@ func EncodeRequest(req *Request) ([]byte, error) {
 	if req.Config.Model == "" {
 		return nil, errors.New("llm: encode: the request names no model (config.model is empty)")
 	}
+	v, err := req.encoder()
+	if err != nil {
+		return nil, err
+	}
 	w := &writer{b: make([]byte, 0, 256+estimateSize(req))}
 	w.raw(`{"model":`)
 	w.str(req.Config.Model)
 	w.raw(`,"messages":[`)
-	msgs := paired(req.Messages)
+	msgs := req.history(v)
 	var spans []bool
 	if req.Config.Provider == ProviderDeepSeek {
 		spans = toolSpans(msgs)
