@@ -101,13 +101,7 @@ const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 // The rule reads only req, so the breakpoints of every request are rebuilt
 // with it.
 func EncodeAnthropic(req *Request) ([]byte, error) {
-	if req == nil {
-		return nil, errors.New("llm: encode: nil request")
-	}
-	if req.Config.Model == "" {
-		return nil, errors.New("llm: encode: the request names no model (config.model is empty)")
-	}
-	v, err := req.encoder()
+	v, err := encodable(req)
 	if err != nil {
 		return nil, err
 	}

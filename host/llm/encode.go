@@ -61,13 +61,7 @@ const ProviderDeepSeek = "deepseek"
 // becomes role "tool" messages on the wire). Other providers never receive
 // reasoning.
 func EncodeRequest(req *Request) ([]byte, error) {
-	if req == nil {
-		return nil, errors.New("llm: encode: nil request")
-	}
-	if req.Config.Model == "" {
-		return nil, errors.New("llm: encode: the request names no model (config.model is empty)")
-	}
-	v, err := req.encoder()
+	v, err := encodable(req)
 	if err != nil {
 		return nil, err
 	}
@@ -112,23 +106,8 @@ func EncodeRequest(req *Request) ([]byte, error) {
 		w.raw(`,"max_tokens":`)
 		w.b = fmt.Appendf(w.b, "%d", *c.MaxTokens)
 	}
-	if c.Temperature != nil {
-		f, err := json.Marshal(*c.Temperature)
-		if err != nil {
-			return nil, fmt.Errorf("llm: encode: temperature %v: %w", *c.Temperature, err)
-		}
-		w.raw(`,"temperature":`)
-		w.b = append(w.b, f...)
-	}
-	if len(c.Stop) > 0 {
-		w.raw(`,"stop":[`)
-		for i, s := range c.Stop {
-			if i > 0 {
-				w.raw(`,`)
-			}
-			w.str(s)
-		}
-		w.raw(`]`)
+	if err := w.sampling(c, "temperature", "stop"); err != nil {
+		return nil, err
 	}
 	if c.ReasoningEffort != "" {
 		w.raw(`,"reasoning_effort":`)

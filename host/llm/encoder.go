@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/weirhost/weir/surface"
@@ -48,6 +49,19 @@ func (r *Request) encoder() (int, error) {
 	default:
 		return v, nil
 	}
+}
+
+// encodable checks what every encoder needs of a request (one, naming a
+// model, of an encoder version this build has) and returns the version
+// that encodes it.
+func encodable(req *Request) (int, error) {
+	if req == nil {
+		return 0, errors.New("llm: encode: nil request")
+	}
+	if req.Config.Model == "" {
+		return 0, errors.New("llm: encode: the request names no model (config.model is empty)")
+	}
+	return req.encoder()
 }
 
 // history returns the messages an encoder of version v writes: those of

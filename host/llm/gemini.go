@@ -50,13 +50,7 @@ import (
 //
 // Gemini caches implicitly; the body carries no cache markers.
 func EncodeGemini(req *Request) ([]byte, error) {
-	if req == nil {
-		return nil, errors.New("llm: encode: nil request")
-	}
-	if req.Config.Model == "" {
-		return nil, errors.New("llm: encode: the request names no model (config.model is empty)")
-	}
-	v, err := req.encoder()
+	v, err := encodable(req)
 	if err != nil {
 		return nil, err
 	}
