@@ -450,7 +450,7 @@ func anthropicBlocks(m *surface.Message, v int) (string, [][]byte, error) {
 			b := &m.Content[i]
 			switch b.Type {
 			case surface.BlockReasoning:
-				sig := signatureOf(b)
+				sig := signatureFor(b, APIAnthropic)
 				if sig == "" {
 					continue
 				}
@@ -526,17 +526,25 @@ func argumentsObject(args string) []byte {
 	return c
 }
 
-// signatureOf returns the provider signature a block recorded (Anthropic's
-// thinking signature, Gemini's thoughtSignature), kept in the block's
-// "signature" member.
-func signatureOf(b *surface.Block) string {
+// signatureFor returns the provider signature a block recorded
+// (Anthropic's thinking signature, Gemini's thoughtSignature), kept in the
+// block's "signature" member, when it is one api can verify: "" when
+// "signedBy" names another API. A signature goes back only to the API
+// that made it, so a session whose route moves between Anthropic and
+// Gemini does not send one API's signatures to the other, which refuses
+// them (Anthropic then leaves the reasoning out, as it does unsigned
+// reasoning; Gemini sends it as an unsigned thought). A block without
+// "signedBy" was logged before the member existed and keeps its
+// signature.
+func signatureFor(b *surface.Block, api API) string {
 	if len(b.Unknown) == 0 {
 		return ""
 	}
 	var s struct {
 		Signature string `json:"signature"`
+		SignedBy  API    `json:"signedBy"`
 	}
-	if json.Unmarshal(b.Unknown, &s) != nil {
+	if json.Unmarshal(b.Unknown, &s) != nil || (s.SignedBy != "" && s.SignedBy != api) {
 		return ""
 	}
 	return s.Signature

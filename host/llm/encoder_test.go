@@ -74,7 +74,7 @@ func TestGeminiThoughtsGoBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, FinishToolCalls, res.FinishReason)
 	require.Equal(t, surface.BlockReasoning, res.Content[0].Type)
-	require.Equal(t, jsontext.Value(`{"signature":"c2lnLTE="}`), res.Content[0].Unknown, "the signature is kept on its block")
+	require.Equal(t, jsontext.Value(`{"signature":"c2lnLTE=","signedBy":"gemini"}`), res.Content[0].Unknown, "the signature is kept on its block, with the API that made it")
 
 	next := &Request{Config: surface.CallConfig{Provider: "p", Model: "m"}, Messages: append(q,
 		msg("a", surface.RoleAssistant, res.Content...),
@@ -106,5 +106,50 @@ func TestEncoderVersions(t *testing.T) {
 			_, err := Encode(api, &Request{Config: surface.CallConfig{Model: "m"}, Messages: []*surface.Message{user("u", "q")}, Encoder: v})
 			require.NoError(t, err, "%s %d", api, v)
 		}
+	}
+}
+
+// TestSignaturesGoBackToTheirAPI: a signature goes back only to the API
+// that made it (its block's signedBy), so a session whose route moves
+// between Anthropic and Gemini stays sendable: Anthropic leaves out
+// reasoning Gemini signed, as it does unsigned reasoning, and Gemini
+// sends Anthropic's thinking as an unsigned thought. A block logged
+// before signedBy existed keeps its signature for either.
+func TestSignaturesGoBackToTheirAPI(t *testing.T) {
+	reasoning := func(unknown string) surface.Block {
+		return surface.Block{Type: surface.BlockReasoning, Text: "plan", Unknown: jsontext.Value(unknown)}
+	}
+	tests := []struct {
+		name              string
+		unknown           string
+		anthropic, gemini string // the reasoning as sent, "" when left out
+	}{
+		{"anthropic's", `{"signature":"sig-a","signedBy":"anthropic"}`,
+			`{"type":"thinking","thinking":"plan","signature":"sig-a"}`, `{"text":"plan","thought":true}`},
+		{"gemini's", `{"signature":"sig-g","signedBy":"gemini"}`,
+			"", `{"text":"plan","thought":true,"thoughtSignature":"sig-g"}`},
+		{"older log", `{"signature":"sig"}`,
+			`{"type":"thinking","thinking":"plan","signature":"sig"}`, `{"text":"plan","thought":true,"thoughtSignature":"sig"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &Request{Config: surface.CallConfig{Provider: "p", Model: "m", MaxTokens: i64(4000), ReasoningEffort: "low"}, Messages: []*surface.Message{
+				user("u", "q"),
+				msg("a", surface.RoleAssistant, reasoning(tt.unknown), surface.ToolCall("t", "echo", `{}`)),
+				toolResult("r", "t", "ok"),
+			}}
+			a, err := EncodeAnthropic(req)
+			require.NoError(t, err)
+			require.NoError(t, llmtest.ValidateAnthropic(a))
+			g, err := EncodeGemini(req)
+			require.NoError(t, err)
+			require.NoError(t, llmtest.ValidateGemini(g))
+			if tt.anthropic == "" {
+				require.Contains(t, string(a), `{"role":"assistant","content":[{"type":"tool_use"`)
+			} else {
+				require.Contains(t, string(a), `{"role":"assistant","content":[`+tt.anthropic+`,{"type":"tool_use"`)
+			}
+			require.Contains(t, string(g), `{"role":"model","parts":[`+tt.gemini+`,{"functionCall"`)
+		})
 	}
 }

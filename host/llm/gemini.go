@@ -208,7 +208,7 @@ func geminiParts(m *surface.Message, names map[string]geminiCall, v int) (string
 				if thought && v == encoderV1 {
 					continue
 				}
-				sig := signatureOf(b)
+				sig := signatureFor(b, APIGemini)
 				if b.Text == "" && sig == "" {
 					continue
 				}
@@ -219,7 +219,7 @@ func geminiParts(m *surface.Message, names map[string]geminiCall, v int) (string
 				}
 				pid := providerIDOf(b)
 				names[b.ID] = geminiCall{b.Name, pid}
-				sig := signatureOf(b)
+				sig := signatureFor(b, APIGemini)
 				add(func(w *writer) {
 					w.raw(`{"functionCall":{`)
 					if pid != "" {
