@@ -341,9 +341,12 @@ func reply(ev surface.Event, h surface.Header, window int64) (Reply, error) {
 	return r, nil
 }
 
-// requestKey identifies a summarization request by its wire body.
+// requestKey identifies a summarization request by its wire body, as
+// this build encodes it.
 func requestKey(req *llm.Request) ([32]byte, error) {
-	body, err := llm.EncodeRequest(req)
+	r := *req
+	r.Encoder = 0 // this build's, as a replayed request's (see Record)
+	body, err := llm.EncodeRequest(&r)
 	if err != nil {
 		return [32]byte{}, err
 	}
