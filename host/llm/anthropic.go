@@ -66,6 +66,15 @@ const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 // sampling hint the API cannot honour with it. The Client logs a warning
 // for every such request (see droppedTemperature).
 //
+// Thinking in a tool loop: with thinking on, the API refuses a request
+// that continues a tool loop (its last message answers tool calls) whose
+// assistant message does not start with a thinking or redacted_thinking
+// block ("a final assistant message must start with a thinking block").
+// That happens when thinking was turned on during the loop, or the
+// reasoning of that message came from another API (see signatureFor). Such
+// a request goes out without thinking, as the API advises; thinking
+// resumes with the next request that does not continue such a loop.
+//
 // Node 0: a leading system message becomes the system member, one text
 // block; an empty head sends no system. A later system message that
 // survives on the surface (an imported log, an in-history route's update)
@@ -140,7 +149,7 @@ func EncodeAnthropic(req *Request) ([]byte, error) {
 	c := req.Config
 	budget := int64(0)
 	if v > encoderV1 {
-		budget = anthropicThinking(&c, maxTokens)
+		budget = anthropicThinking(&c, maxTokens, msgs)
 		if budget > 0 && c.Temperature != nil && *c.Temperature != 1 {
 			c.Temperature = nil
 		}
@@ -161,11 +170,13 @@ func EncodeAnthropic(req *Request) ([]byte, error) {
 }
 
 // anthropicThinking returns the budget_tokens of the thinking member the
-// Messages API call for config c sends, 0 for none. budget_tokens must be
-// at least 1024 and below max_tokens: an effort whose budget does not fit
-// is clamped below maxTokens, and a maxTokens that leaves no room for
-// 1024 sends no thinking.
-func anthropicThinking(c *surface.CallConfig, maxTokens int64) int64 {
+// Messages API call for config c and wire messages msgs sends, 0 for
+// none. budget_tokens must be at least 1024 and below max_tokens: an
+// effort whose budget does not fit is clamped below maxTokens, and a
+// maxTokens that leaves no room for 1024 sends no thinking. A request
+// that continues a tool loop whose assistant message does not start with
+// thinking sends none (see EncodeAnthropic).
+func anthropicThinking(c *surface.CallConfig, maxTokens int64, msgs []wireMessage) int64 {
 	budget, ok := thinkingBudget(c.ReasoningEffort)
 	if !ok || budget == 0 {
 		return 0
@@ -173,7 +184,25 @@ func anthropicThinking(c *surface.CallConfig, maxTokens int64) int64 {
 	if budget = min(budget, maxTokens-1); budget < minThinkingBudget {
 		return 0
 	}
+	if n := len(msgs); n >= 2 && blockType(msgs[n-1].blocks) == "tool_result" {
+		if t := blockType(msgs[n-2].blocks); t != "thinking" && t != "redacted_thinking" {
+			return 0
+		}
+	}
 	return budget
+}
+
+// blockType returns the type of the first of blocks, "" when there is
+// none.
+func blockType(blocks [][]byte) string {
+	if len(blocks) == 0 {
+		return ""
+	}
+	var b struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(blocks[0], &b)
+	return b.Type
 }
 
 // droppedTemperature reports whether the body of req for api leaves out
@@ -184,14 +213,19 @@ func droppedTemperature(api API, req *Request) (float64, bool) {
 	if api != APIAnthropic || c.Temperature == nil || *c.Temperature == 1 {
 		return 0, false
 	}
-	if v, err := req.encoder(); err != nil || v == encoderV1 {
+	v, err := req.encoder()
+	if err != nil || v == encoderV1 {
+		return 0, false
+	}
+	msgs, err := anthropicMessages(req, v)
+	if err != nil {
 		return 0, false
 	}
 	maxTokens := int64(DefaultAnthropicMaxTokens)
 	if c.MaxTokens != nil {
 		maxTokens = *c.MaxTokens
 	}
-	return *c.Temperature, anthropicThinking(c, maxTokens) > 0
+	return *c.Temperature, anthropicThinking(c, maxTokens, msgs) > 0
 }
 
 // sampling writes the temperature and stop members under the given names.

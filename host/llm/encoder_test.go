@@ -112,8 +112,10 @@ func TestEncoderVersions(t *testing.T) {
 // TestSignaturesGoBackToTheirAPI: a signature goes back only to the API
 // that made it (its block's signedBy), so a session whose route moves
 // between Anthropic and Gemini stays sendable: Anthropic leaves out
-// reasoning Gemini signed, as it does unsigned reasoning, and Gemini
-// sends Anthropic's thinking as an unsigned thought. A block logged
+// reasoning Gemini signed, as it does unsigned reasoning (and, the tool
+// loop's assistant message then starting without thinking, sends that
+// request without thinking), and Gemini sends Anthropic's thinking as an
+// unsigned thought. A block logged
 // before signedBy existed keeps its signature for either.
 func TestSignaturesGoBackToTheirAPI(t *testing.T) {
 	reasoning := func(unknown string) surface.Block {
@@ -145,9 +147,13 @@ func TestSignaturesGoBackToTheirAPI(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, llmtest.ValidateGemini(g))
 			if tt.anthropic == "" {
+				// The tool loop's assistant message starts with no
+				// thinking, so the request goes out without thinking.
 				require.Contains(t, string(a), `{"role":"assistant","content":[{"type":"tool_use"`)
+				require.NotContains(t, string(a), `"thinking":{"type":"enabled"`)
 			} else {
 				require.Contains(t, string(a), `{"role":"assistant","content":[`+tt.anthropic+`,{"type":"tool_use"`)
+				require.Contains(t, string(a), `"thinking":{"type":"enabled","budget_tokens":3999}`)
 			}
 			require.Contains(t, string(g), `{"role":"model","parts":[`+tt.gemini+`,{"functionCall"`)
 		})

@@ -24,7 +24,9 @@ import (
 //   - at most 4 blocks carry cache_control (system, tools and messages);
 //   - max_tokens is positive, and a thinking budget_tokens is at least
 //     1024 and below it;
-//   - with thinking enabled, temperature is absent or 1.
+//   - with thinking enabled, temperature is absent or 1, and a request
+//     whose last message holds tool_result blocks has an assistant message
+//     before it that starts with a thinking or redacted_thinking block.
 func ValidateAnthropic(body []byte) error {
 	var req struct {
 		MaxTokens   int64             `json:"max_tokens"`
@@ -55,6 +57,7 @@ func ValidateAnthropic(body []byte) error {
 	if len(req.Messages) == 0 {
 		return fmt.Errorf("anthropic: messages must not be empty")
 	}
+	n := len(req.Messages)
 	marks := 0
 	for _, raw := range append(append([]json.RawMessage(nil), req.System...), req.Tools...) {
 		if hasMember(raw, "cache_control") {
@@ -143,10 +146,27 @@ func ValidateAnthropic(body []byte) error {
 	if len(open) > 0 {
 		return fmt.Errorf("anthropic: the last message calls tools (%s) that no tool_result answers", strings.Join(open, ", "))
 	}
+	if t := req.Thinking; t != nil && t.Type == "enabled" && n >= 2 && firstType(req.Messages[n-1].Content) == "tool_result" {
+		if f := firstType(req.Messages[n-2].Content); f != "thinking" && f != "redacted_thinking" {
+			return fmt.Errorf("anthropic: messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`: when thinking is enabled, a final assistant message must start with a thinking block", n-2, f)
+		}
+	}
 	if marks > 4 {
 		return fmt.Errorf("anthropic: a maximum of 4 blocks with cache_control may be provided, found %d", marks)
 	}
 	return nil
+}
+
+// firstType returns the type of the first of blocks.
+func firstType(blocks []json.RawMessage) string {
+	if len(blocks) == 0 {
+		return ""
+	}
+	var b struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(blocks[0], &b)
+	return b.Type
 }
 
 // ValidateGemini checks a generateContent request body:
