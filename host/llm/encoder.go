@@ -22,7 +22,9 @@ import (
 //     out only empty text;
 //   - Anthropic and Gemini: the config's reasoningEffort turns thinking on
 //     (thinking, thinkingConfig), and Anthropic then sends no temperature
-//     other than 1; version 1 sent no thinking setting;
+//     other than 1, and no thinking on a request that continues a tool
+//     loop whose assistant message starts without it; version 1 sent no
+//     thinking setting;
 //   - Gemini: assistant reasoning goes back as thought parts; version 1
 //     left it out, and refused a functionResponse whose call was not
 //     sent (it needs the call's name).
@@ -30,8 +32,9 @@ import (
 // The blocks version 2 sends that version 1 never saw (Anthropic
 // redacted_thinking and other blocks kept whole, signed empty thinking,
 // gemini-part blocks, Gemini thoughtSignatures on text and functionCall
-// ids) are made only by the decoders of version 2, so a log of version 1
-// holds none of them and they need no version of their own.
+// ids, the signedBy of a signature) are made only by the decoders of
+// version 2, so a log of version 1 holds none of them and they need no
+// version of their own.
 const EncoderVersion = 2
 
 // encoderV1 is the first encoder version: a stream record with no "enc"
