@@ -124,7 +124,11 @@ type CallEnvelope struct {
 	// API is the wire protocol the call went out in (llm.API), when the
 	// summarizer's model names one; "" reads as the API of the nearest
 	// earlier attempt.
-	API       llm.API          `json:"api,omitzero"`
+	API llm.API `json:"api,omitzero"`
+	// Encoder is the version of the encoder that wrote the call's body
+	// (llm.EncoderVersion); none reads as the encoder of the nearest
+	// attempt.
+	Encoder   int              `json:"encoder,omitzero"`
 	Provider  string           `json:"provider"`
 	Model     string           `json:"model"`
 	MaxTokens int64            `json:"maxTokens,omitzero"`
@@ -250,7 +254,7 @@ func (v *View) summarizeBudgeted(ctx context.Context, req SummaryRequest) (*Summ
 // envelope records req by reference where it can: messages that are
 // logged surface messages by seq, the latest header's tools by its seq.
 func (v *View) envelope(req *SummaryRequest) CallEnvelope {
-	env := CallEnvelope{Provider: req.Provider, Model: req.Model, MaxTokens: req.MaxTokens, Messages: make([]CallMessage, len(req.Messages))}
+	env := CallEnvelope{Encoder: llm.EncoderVersion, Provider: req.Provider, Model: req.Model, MaxTokens: req.MaxTokens, Messages: make([]CallMessage, len(req.Messages))}
 	if a, ok := v.summarizer.(interface{ API() llm.API }); ok {
 		env.API = a.API()
 	}
@@ -397,7 +401,7 @@ func CallRequestIn(l *surface.Log, events []surface.Event, seq int64, sessionID 
 		req.Tools = c.Request.Tools
 	}
 	r := req.request(sessionID)
-	r.API = c.Request.API
+	r.API, r.Encoder = c.Request.API, c.Request.Encoder
 	return r, nil
 }
 

@@ -32,9 +32,10 @@ func cloneMessage(m *surface.Message) *surface.Message {
 	return &c
 }
 
-// The rebuilt requests carry the API of their attempt (llm.Request.API,
-// from the settlement's stream record), so req.Body() is the exact body
-// that adapter sent.
+// The rebuilt requests carry the API of their attempt and the version of
+// the encoder that wrote its body (llm.Request.API and Encoder, from the
+// settlement's stream record), so req.Body() is the exact body that
+// adapter sent, also for an attempt logged by an older build.
 
 // RequestAt rebuilds the request that was dispatched for the attempt that
 // seq belongs to. seq may name the attempt's request/header or
@@ -55,7 +56,10 @@ func RequestAt(events []surface.Event, seq int64, sessionID string) (*llm.Reques
 			return nil, err
 		}
 		if r.API == "" {
-			r.API = nearestAPI(events, seq)
+			r.API = apiOf(nearestSettlement(events, seq))
+		}
+		if r.Encoder == 0 {
+			r.Encoder = encoderOf(nearestSettlement(events, seq))
 		}
 		return r, nil
 	default:
@@ -79,41 +83,60 @@ func RequestAt(events []surface.Event, seq int64, sessionID string) (*llm.Reques
 	if err != nil {
 		return nil, err
 	}
-	r.API = apiOf(events[at])
+	r.API, r.Encoder = apiOf(&events[at]), encoderOf(&events[at])
 	return r, nil
+}
+
+// settlementStream reads what RequestAt needs of a settlement's stream record.
+type settlementStream struct {
+	Stream struct {
+		API     llm.API `json:"api"`
+		Encoder int     `json:"enc"`
+	} `json:"stream"`
 }
 
 // apiOf returns the API of the attempt a settlement event records: its
 // stream record's "api" member, "" (the OpenAI-compatible protocol) when
-// the record names none or there is no record.
-func apiOf(e surface.Event) llm.API {
-	var d struct {
-		Stream struct {
-			API llm.API `json:"api"`
-		} `json:"stream"`
-	}
-	if json.Unmarshal(e.Data, &d) != nil {
+// the record names none or there is no record (e is nil).
+func apiOf(e *surface.Event) llm.API {
+	var d settlementStream
+	if e == nil || json.Unmarshal(e.Data, &d) != nil {
 		return ""
 	}
 	return d.Stream.API
 }
 
-// nearestAPI is the API of the settlement nearest before seq, else the
-// first after it: a plugin's model call (a compaction's summarization) goes
-// through the conversation's model, and a plugin/call that records no API
-// (its model named none) went out in that model's.
-func nearestAPI(events []surface.Event, seq int64) llm.API {
+// encoderOf returns the encoder version of the attempt a settlement event
+// records: its stream record's "enc" member, 1 when the record has none
+// (it was written before the member existed), 0 (this build's) when there
+// is no record (e is nil).
+func encoderOf(e *surface.Event) int {
+	var d settlementStream
+	switch {
+	case e == nil:
+		return 0
+	case json.Unmarshal(e.Data, &d) != nil || d.Stream.Encoder == 0:
+		return 1
+	}
+	return d.Stream.Encoder
+}
+
+// nearestSettlement is the settlement nearest before seq, else the first
+// after it, nil when the log has none: a plugin's model call (a
+// compaction's summarization) goes through the conversation's model, and
+// a plugin/call that records no API or encoder went out in that model's.
+func nearestSettlement(events []surface.Event, seq int64) *surface.Event {
 	for i := seq; i >= 0; i-- {
 		if settles(events[i].Type) {
-			return apiOf(events[i])
+			return &events[i]
 		}
 	}
 	for i := seq + 1; i < int64(len(events)); i++ {
 		if settles(events[i].Type) {
-			return apiOf(events[i])
+			return &events[i]
 		}
 	}
-	return ""
+	return nil
 }
 
 func settles(typ string) bool {
@@ -132,7 +155,7 @@ func Requests(events []surface.Event, sessionID string) (map[int64]*llm.Request,
 			if err != nil {
 				return nil, nil, err
 			}
-			r.API = apiOf(events[i])
+			r.API, r.Encoder = apiOf(&events[i]), encoderOf(&events[i])
 			out[events[i].Seq] = r
 			order = append(order, events[i].Seq)
 		}

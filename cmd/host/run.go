@@ -267,6 +267,7 @@ func runCmd(e *env, args []string) error {
 		}
 		return err
 	}
+	takeBack(e, a.Agent)
 	fmt.Fprintf(e.stderr, "turn %d: %s · session %s\n", res.Turn, describeEnd(res.Reason), path)
 	if interrupted() {
 		return &exitStatus{code: 130}
@@ -296,6 +297,17 @@ func chat(e *env, a *host.Agent, out *printer, path string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
 	defer signal.Stop(sig)
+	return chatLoop(e, a, out, path, sig)
+}
+
+// chatLoop is chat with its Ctrl-C signals read from sig.
+//
+// A line whose turn ends before the line entered the log (Ctrl-C while
+// the step was being prepared, a compaction before it, a pre-step
+// handler's reject) is taken back, and the prompt says so: it is not kept
+// to go out with the next line, which the user may write knowing it was
+// not sent.
+func chatLoop(e *env, a *host.Agent, out *printer, path string, sig <-chan os.Signal) error {
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(e.stdin)
@@ -346,6 +358,16 @@ func chat(e *env, a *host.Agent, out *printer, path string) error {
 		if res.Reason.Kind != surface.EndCompleted {
 			fmt.Fprintf(e.stderr, "turn %d: %s\n", res.Turn, describeEnd(res.Reason))
 		}
+		takeBack(e, a)
+	}
+}
+
+// takeBack takes the messages a turn left queued (it ended before
+// committing them) out of the queue and says that they were not sent.
+func takeBack(e *env, a *host.Agent) {
+	for _, m := range a.TakePending() {
+		fmt.Fprintf(e.stderr, "not sent: %q was taken back (the turn ended before it entered the log); type it again to send it\n",
+			termLine(previewOf(m, 60)))
 	}
 }
 

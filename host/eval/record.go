@@ -52,7 +52,7 @@ type Recording struct {
 	// step order (the head after the step's projection).
 	StepPrompts []string
 	// Requests are the recorded wire bodies of the loop's requests, in
-	// order (one per reply).
+	// order (one per reply), as this build's encoder writes them.
 	Requests [][]byte
 	// Summaries are the recorded summaries by the hash of their
 	// summarization request's wire body.
@@ -134,6 +134,10 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 		return nil, fmt.Errorf("eval: the recorded requests do not rebuild: %w", err)
 	}
 	for _, seq := range order {
+		// By this build's encoder, as the replay's requests are: a log an
+		// older build wrote compares by what it asked, not by the
+		// encoder's version (see llm.EncoderVersion).
+		reqs[seq].Encoder = 0
 		body, err := llm.EncodeRequest(reqs[seq])
 		if err != nil {
 			return nil, fmt.Errorf("eval: request at seq %d: %w", seq, err)
@@ -337,9 +341,12 @@ func reply(ev surface.Event, h surface.Header, window int64) (Reply, error) {
 	return r, nil
 }
 
-// requestKey identifies a summarization request by its wire body.
+// requestKey identifies a summarization request by its wire body, as
+// this build encodes it.
 func requestKey(req *llm.Request) ([32]byte, error) {
-	body, err := llm.EncodeRequest(req)
+	r := *req
+	r.Encoder = 0 // this build's, as a replayed request's (see Record)
+	body, err := llm.EncodeRequest(&r)
 	if err != nil {
 		return [32]byte{}, err
 	}

@@ -90,7 +90,7 @@ func runStreamCases(t *testing.T, api API, cases []streamCase) {
 
 func TestAnthropicStreams(t *testing.T) {
 	call := func(id, name, args string) surface.Block { return surface.ToolCall(id, name, args) }
-	thinking := surface.Block{Type: surface.BlockReasoning, Text: "let me think", Unknown: jsontext.Value(`{"signature":"sig-abc"}`)}
+	thinking := surface.Block{Type: surface.BlockReasoning, Text: "let me think", Unknown: jsontext.Value(`{"signature":"sig-abc","signedBy":"anthropic"}`)}
 	runStreamCases(t, APIAnthropic, []streamCase{
 		{
 			name:    "text",
@@ -131,7 +131,7 @@ func TestAnthropicStreams(t *testing.T) {
 			),
 			content: []surface.Block{
 				{Type: "redacted_thinking", Unknown: jsontext.Value(`{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}`)},
-				{Type: surface.BlockReasoning, Unknown: jsontext.Value(`{"signature":"sig-empty"}`)},
+				{Type: surface.BlockReasoning, Unknown: jsontext.Value(`{"signature":"sig-empty","signedBy":"anthropic"}`)},
 				{Type: "future_block", Unknown: jsontext.Value(`{"type":"future_block","x":[1,2]}`)},
 				surface.Text("ok"),
 			},
@@ -173,7 +173,7 @@ func TestAnthropicStreams(t *testing.T) {
 
 func TestGeminiStreams(t *testing.T) {
 	sigCall := surface.ToolCall("resp-llmtest-0", "read", `{"path":"a.txt"}`)
-	sigCall.Unknown = jsontext.Value(`{"signature":"c2ln"}`)
+	sigCall.Unknown = jsontext.Value(`{"signature":"c2ln","signedBy":"gemini"}`)
 	runStreamCases(t, APIGemini, []streamCase{
 		{
 			name:    "text",
@@ -455,7 +455,7 @@ func TestEncodeAnthropic(t *testing.T) {
 func TestEncodeGemini(t *testing.T) {
 	want := `{"systemInstruction":{"parts":[{"text":"be brief"}]},"contents":[` +
 		`{"role":"user","parts":[{"text":"summary so far"},{"text":"echo twice"}]},` +
-		`{"role":"model","parts":[{"functionCall":{"name":"echo","args":{"text":"a"}}},{"functionCall":{"name":"echo","args":{}}}]},` +
+		`{"role":"model","parts":[{"text":"unsigned","thought":true},{"functionCall":{"name":"echo","args":{"text":"a"}}},{"functionCall":{"name":"echo","args":{}}}]},` +
 		`{"role":"user","parts":[{"functionResponse":{"name":"echo","response":{"output":"a"}}},{"functionResponse":{"name":"echo","response":{"error":"no text"}}},` +
 		`{"text":"<system>\nnow be verbose\n</system>"}]},` +
 		`{"role":"model","parts":[{"text":"done"}]},` +

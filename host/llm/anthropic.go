@@ -58,6 +58,23 @@ const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 // "budget_tokens":N}, N clamped below max_tokens; none when that leaves
 // less than the API's minimum of 1024), stream true.
 //
+// Thinking and temperature: the Messages API refuses a temperature other
+// than 1 when thinking is on ("temperature may only be set to 1 when
+// thinking is enabled"). A config that sets both (a request handler's
+// temperature on a route with a reasoningEffort) sends thinking and no
+// temperature: the route asked for thinking, the temperature is a
+// sampling hint the API cannot honour with it. The Client logs a warning
+// for every such request (see droppedTemperature).
+//
+// Thinking in a tool loop: with thinking on, the API refuses a request
+// that continues a tool loop (its last message answers tool calls) whose
+// assistant message does not start with a thinking or redacted_thinking
+// block ("a final assistant message must start with a thinking block").
+// That happens when thinking was turned on during the loop, or the
+// reasoning of that message came from another API (see signatureFor). Such
+// a request goes out without thinking, as the API advises; thinking
+// resumes with the next request that does not continue such a loop.
+//
 // Node 0: a leading system message becomes the system member, one text
 // block; an empty head sends no system. A later system message that
 // survives on the surface (an imported log, an in-history route's update)
@@ -93,13 +110,11 @@ const cacheMark = `,"cache_control":{"type":"ephemeral"}}`
 // The rule reads only req, so the breakpoints of every request are rebuilt
 // with it.
 func EncodeAnthropic(req *Request) ([]byte, error) {
-	if req == nil {
-		return nil, errors.New("llm: encode: nil request")
+	v, err := encodable(req)
+	if err != nil {
+		return nil, err
 	}
-	if req.Config.Model == "" {
-		return nil, errors.New("llm: encode: the request names no model (config.model is empty)")
-	}
-	msgs, err := anthropicMessages(req)
+	msgs, err := anthropicMessages(req, v)
 	if err != nil {
 		return nil, err
 	}
@@ -122,68 +137,95 @@ func EncodeAnthropic(req *Request) ([]byte, error) {
 		w.raw(cacheMark)
 		w.raw(`]`)
 	}
-	w.raw(`,"messages":[`)
-	for i, m := range msgs {
-		if i > 0 {
-			w.raw(`,`)
-		}
-		w.raw(`{"role":`)
-		w.str(m.role)
-		w.raw(`,"content":[`)
-		for j, b := range m.blocks {
-			if j > 0 {
-				w.raw(`,`)
-			}
-			w.b = append(w.b, b...)
-		}
-		w.raw(`]}`)
-	}
-	w.raw(`]`)
+	w.raw(`,`)
+	w.wireHistory("messages", "content", msgs)
 	if len(req.Tools) > 0 {
 		w.raw(`,"tools":[`)
-		for i, t := range req.Tools {
-			d, err := toolOf(t)
-			if err != nil {
-				return nil, fmt.Errorf("llm: encode: tool %d: %w", i, err)
-			}
-			if i > 0 {
-				w.raw(`,`)
-			}
-			w.raw(`{"name":`)
-			w.str(d.name)
-			if d.description != nil {
-				w.raw(`,"description":`)
-				w.str(*d.description)
-			}
-			w.raw(`,"input_schema":`)
-			w.b = append(w.b, d.params...)
-			if i == len(req.Tools)-1 && !hasSystem {
-				w.raw(cacheMark)
-			} else {
-				w.raw(`}`)
-			}
+		if err := w.toolList(req.Tools, "input_schema", !hasSystem); err != nil {
+			return nil, err
 		}
 		w.raw(`]`)
 	}
-	if err := w.sampling(&req.Config, "temperature", "stop_sequences"); err != nil {
+	c := req.Config
+	budget := int64(0)
+	if v > encoderV1 {
+		budget = anthropicThinking(&c, maxTokens, msgs)
+		if budget > 0 && c.Temperature != nil && *c.Temperature != 1 {
+			c.Temperature = nil
+		}
+	}
+	if err := w.sampling(&c, "temperature", "stop_sequences"); err != nil {
 		return nil, err
 	}
-	if budget, ok := thinkingBudget(req.Config.ReasoningEffort); ok && budget > 0 {
-		// budget_tokens must be at least 1024 and below max_tokens: an
-		// effort whose budget does not fit is clamped below max_tokens, and
-		// a max_tokens that leaves no room for 1024 sends no thinking.
-		budget = min(budget, maxTokens-1)
-		if budget >= minThinkingBudget {
-			w.raw(`,"thinking":{"type":"enabled","budget_tokens":`)
-			w.b = strconv.AppendInt(w.b, budget, 10)
-			w.raw(`}`)
-		}
+	if budget > 0 {
+		w.raw(`,"thinking":{"type":"enabled","budget_tokens":`)
+		w.b = strconv.AppendInt(w.b, budget, 10)
+		w.raw(`}`)
 	}
 	w.raw(`,"stream":true}`)
 	if w.err != nil {
 		return nil, fmt.Errorf("llm: encode: %w", w.err)
 	}
 	return w.b, nil
+}
+
+// anthropicThinking returns the budget_tokens of the thinking member the
+// Messages API call for config c and wire messages msgs sends, 0 for
+// none. budget_tokens must be at least 1024 and below max_tokens: an
+// effort whose budget does not fit is clamped below maxTokens, and a
+// maxTokens that leaves no room for 1024 sends no thinking. A request
+// that continues a tool loop whose assistant message does not start with
+// thinking sends none (see EncodeAnthropic).
+func anthropicThinking(c *surface.CallConfig, maxTokens int64, msgs []wireMessage) int64 {
+	budget, ok := thinkingBudget(c.ReasoningEffort)
+	if !ok || budget == 0 {
+		return 0
+	}
+	if budget = min(budget, maxTokens-1); budget < minThinkingBudget {
+		return 0
+	}
+	if n := len(msgs); n >= 2 && blockType(msgs[n-1].blocks) == "tool_result" {
+		if t := blockType(msgs[n-2].blocks); t != "thinking" && t != "redacted_thinking" {
+			return 0
+		}
+	}
+	return budget
+}
+
+// blockType returns the type of the first of blocks, "" when there is
+// none.
+func blockType(blocks [][]byte) string {
+	if len(blocks) == 0 {
+		return ""
+	}
+	var b struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(blocks[0], &b)
+	return b.Type
+}
+
+// droppedTemperature reports whether the body of req for api leaves out
+// the config's temperature because thinking is on (see EncodeAnthropic),
+// and that temperature.
+func droppedTemperature(api API, req *Request) (float64, bool) {
+	c := &req.Config
+	if api != APIAnthropic || c.Temperature == nil || *c.Temperature == 1 {
+		return 0, false
+	}
+	v, err := req.encoder()
+	if err != nil || v == encoderV1 {
+		return 0, false
+	}
+	msgs, err := anthropicMessages(req, v)
+	if err != nil {
+		return 0, false
+	}
+	maxTokens := int64(DefaultAnthropicMaxTokens)
+	if c.MaxTokens != nil {
+		maxTokens = *c.MaxTokens
+	}
+	return *c.Temperature, anthropicThinking(c, maxTokens, msgs) > 0
 }
 
 // sampling writes the temperature and stop members under the given names.
@@ -241,25 +283,111 @@ func markLast(m *wireMessage) {
 	m.blocks[len(m.blocks)-1] = append(bytes.Clone(b[:len(b)-1]), cacheMark...)
 }
 
-func anthropicMessages(req *Request) ([]wireMessage, error) {
+// wireMessages builds the history of a native-slot API (Anthropic,
+// Gemini): the messages of req after its system head, as encoder version
+// v sends them, each turned into a role and its wire blocks by blocks,
+// consecutive wire messages of one role merged into one. sent, when not
+// nil, is told the index of the wire message each message's blocks went
+// to (not called for a message that sends nothing).
+func wireMessages(req *Request, v int, blocks func(m *surface.Message) (string, [][]byte, error), sent func(m *surface.Message, at int, msgs []wireMessage)) ([]wireMessage, error) {
 	var msgs []wireMessage
 	_, _, start := systemHead(req)
-	checkpoint, checkpointBlocks := -1, 0
-	all := paired(req.Messages)
+	all := req.history(v)
 	for i := start; i < len(all); i++ {
 		m := all[i]
 		if m == nil {
 			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
 		}
-		role, blocks, err := anthropicBlocks(m)
+		role, out, err := blocks(m)
 		if err != nil {
 			return nil, fmt.Errorf("llm: encode: message %d (id %q): %w", i, m.ID, err)
 		}
 		var at int
-		msgs, at = merge(msgs, role, blocks)
-		if at >= 0 && isCheckpoint(m) {
+		if msgs, at = merge(msgs, role, out); at >= 0 && sent != nil {
+			sent(m, at, msgs)
+		}
+	}
+	return msgs, nil
+}
+
+// wireHistory writes msgs as the array member name, each message
+// {"role":…, content:[its blocks]}.
+func (w *writer) wireHistory(name, content string, msgs []wireMessage) {
+	w.raw(`"` + name + `":[`)
+	for i, m := range msgs {
+		if i > 0 {
+			w.raw(`,`)
+		}
+		w.raw(`{"role":`)
+		w.str(m.role)
+		w.raw(`,"` + content + `":[`)
+		for j, b := range m.blocks {
+			if j > 0 {
+				w.raw(`,`)
+			}
+			w.b = append(w.b, b...)
+		}
+		w.raw(`]}`)
+	}
+	w.raw(`]`)
+}
+
+// toolList writes the declarations of tools, comma-separated, each
+// {name, description (when set), schema: the arguments' JSON Schema}; the
+// last one is a cache breakpoint when mark is set.
+func (w *writer) toolList(tools []jsontext.Value, schema string, mark bool) error {
+	for i, t := range tools {
+		d, err := toolOf(t)
+		if err != nil {
+			return fmt.Errorf("llm: encode: tool %d: %w", i, err)
+		}
+		if i > 0 {
+			w.raw(`,`)
+		}
+		w.raw(`{"name":`)
+		w.str(d.name)
+		if d.description != nil {
+			w.raw(`,"description":`)
+			w.str(*d.description)
+		}
+		w.raw(`,"` + schema + `":`)
+		w.b = append(w.b, d.params...)
+		if mark && i == len(tools)-1 {
+			w.raw(cacheMark)
+		} else {
+			w.raw(`}`)
+		}
+	}
+	return nil
+}
+
+// blockList collects the encoded wire blocks of one message, keeping the
+// first encoding error.
+type blockList struct {
+	out [][]byte
+	err error
+}
+
+// add encodes one block with a writer.
+func (l *blockList) add(f func(w *writer)) {
+	w := &writer{}
+	f(w)
+	if w.err != nil && l.err == nil {
+		l.err = w.err
+	}
+	l.out = append(l.out, w.b)
+}
+
+func anthropicMessages(req *Request, v int) ([]wireMessage, error) {
+	checkpoint, checkpointBlocks := -1, 0
+	blocks := func(m *surface.Message) (string, [][]byte, error) { return anthropicBlocks(m, v) }
+	msgs, err := wireMessages(req, v, blocks, func(m *surface.Message, at int, msgs []wireMessage) {
+		if isCheckpoint(m) {
 			checkpoint, checkpointBlocks = at, len(msgs[at].blocks)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if checkpoint >= 0 {
 		// Only the checkpoint's own blocks: later messages merged into
@@ -286,27 +414,22 @@ func isCheckpoint(m *surface.Message) bool {
 	return json.Unmarshal(m.Source.Unknown, &s) == nil && s.ID != nil
 }
 
-// enc encodes one wire block with a writer.
-func enc(f func(w *writer)) ([]byte, error) {
-	w := &writer{}
-	f(w)
-	return w.b, w.err
-}
-
-func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) {
-	add := func(f func(w *writer)) {
-		b, e := enc(f)
-		if e != nil && err == nil {
-			err = e
-		}
-		out = append(out, b)
+// anthropicBlocks returns the role and wire blocks of m as encoder
+// version v sends them.
+func anthropicBlocks(m *surface.Message, v int) (string, [][]byte, error) {
+	var l blockList
+	add := l.add
+	// Version 1 left out only empty text.
+	skip := blank
+	if v == encoderV1 {
+		skip = func(text string) bool { return text == "" }
 	}
 	switch m.Role {
 	case surface.RoleSystem:
 		if text, ok := joinText(m.Content); ok && strings.TrimSpace(text) != "" {
 			add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(laterSystemText(text)); w.raw(`}`) })
 		}
-		return "user", out, err
+		return "user", l.out, l.err
 	case surface.RoleUser:
 		for i := range m.Content {
 			b := &m.Content[i]
@@ -332,7 +455,7 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 			b := &m.Content[i]
 			switch b.Type {
 			case surface.BlockText:
-				if blank(b.Text) {
+				if skip(b.Text) {
 					continue
 				}
 				add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(b.Text); w.raw(`}`) })
@@ -355,13 +478,13 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 				})
 			}
 		}
-		return "user", out, err
+		return "user", l.out, l.err
 	case surface.RoleAssistant:
 		for i := range m.Content {
 			b := &m.Content[i]
 			switch b.Type {
 			case surface.BlockReasoning:
-				sig := signatureOf(b)
+				sig := signatureFor(b, APIAnthropic)
 				if sig == "" {
 					continue
 				}
@@ -373,7 +496,7 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 					w.raw(`}`)
 				})
 			case surface.BlockText:
-				if blank(b.Text) {
+				if skip(b.Text) {
 					continue
 				}
 				add(func(w *writer) { w.raw(`{"type":"text","text":`); w.str(b.Text); w.raw(`}`) })
@@ -396,7 +519,7 @@ func anthropicBlocks(m *surface.Message) (role string, out [][]byte, err error) 
 				}
 			}
 		}
-		return "assistant", out, err
+		return "assistant", l.out, l.err
 	}
 	return "", nil, fmt.Errorf("role %q cannot be sent", m.Role)
 }
@@ -437,17 +560,25 @@ func argumentsObject(args string) []byte {
 	return c
 }
 
-// signatureOf returns the provider signature a block recorded (Anthropic's
-// thinking signature, Gemini's thoughtSignature), kept in the block's
-// "signature" member.
-func signatureOf(b *surface.Block) string {
+// signatureFor returns the provider signature a block recorded
+// (Anthropic's thinking signature, Gemini's thoughtSignature), kept in the
+// block's "signature" member, when it is one api can verify: "" when
+// "signedBy" names another API. A signature goes back only to the API
+// that made it, so a session whose route moves between Anthropic and
+// Gemini does not send one API's signatures to the other, which refuses
+// them (Anthropic then leaves the reasoning out, as it does unsigned
+// reasoning; Gemini sends it as an unsigned thought). A block without
+// "signedBy" was logged before the member existed and keeps its
+// signature.
+func signatureFor(b *surface.Block, api API) string {
 	if len(b.Unknown) == 0 {
 		return ""
 	}
 	var s struct {
 		Signature string `json:"signature"`
+		SignedBy  API    `json:"signedBy"`
 	}
-	if json.Unmarshal(b.Unknown, &s) != nil {
+	if json.Unmarshal(b.Unknown, &s) != nil || (s.SignedBy != "" && s.SignedBy != api) {
 		return ""
 	}
 	return s.Signature

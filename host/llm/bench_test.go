@@ -72,7 +72,7 @@ func BenchmarkStreamDecode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		a := &assembler{}
-		rec := newRecorder(APIOpenAI)
+		rec := newRecorder(APIOpenAI, EncoderVersion)
 		done, err := c.pump(bytes.NewReader(body), a, rec, func() int64 { return 7 }, func() {})
 		if !done || err != nil {
 			b.Fatal(done, err)
@@ -112,7 +112,7 @@ func BenchmarkReassemble(b *testing.B) {
 	body, _ := longStream()
 	c, _ := NewClient(ClientConfig{BaseURL: "http://127.0.0.1"})
 	a := &assembler{}
-	rec := newRecorder(APIOpenAI)
+	rec := newRecorder(APIOpenAI, EncoderVersion)
 	if _, err := c.pump(bytes.NewReader(body), a, rec, func() int64 { return 7 }, func() {}); err != nil {
 		b.Fatal(err)
 	}

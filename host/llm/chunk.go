@@ -359,10 +359,10 @@ func (a *assembler) result(done bool) *Result {
 		switch p.kind {
 		case DeltaText:
 			b := surface.Text(p.text.String())
-			b.Unknown = signed(p.sig)
+			b.Unknown = signed(p.sig, a.api)
 			r.Content = append(r.Content, b)
 		case DeltaReasoning:
-			r.Content = append(r.Content, surface.Block{Type: surface.BlockReasoning, Text: p.text.String(), Unknown: signed(p.sig)})
+			r.Content = append(r.Content, surface.Block{Type: surface.BlockReasoning, Text: p.text.String(), Unknown: signed(p.sig, a.api)})
 		case 0:
 			var b surface.Block
 			if json.Unmarshal(p.raw, &b) == nil && b.Type != "" {
@@ -374,7 +374,7 @@ func (a *assembler) result(done bool) *Result {
 				id = "call_" + strconv.Itoa(p.call)
 			}
 			b := surface.ToolCall(id, p.name, p.text.String())
-			b.Unknown = blockExtra(p.sig, p.providerID)
+			b.Unknown = blockExtra(p.sig, a.api, p.providerID)
 			r.Content = append(r.Content, b)
 		}
 	}

@@ -175,6 +175,10 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 		return nil, &Error{Code: CodeBadRequest, Provider: req.Config.Provider, What: "the request cannot be encoded for the " + string(c.api) + " API", Hint: "this is a bug in the request builder, or the history holds content this API cannot carry", Err: err}
 	}
 	provider := req.Config.Provider
+	if t, ok := droppedTemperature(c.api, req); ok {
+		c.log.Warn("the request's temperature was left out: the Messages API takes no temperature other than 1 with thinking on",
+			"provider", provider, "route", c.cfg.Route, "temperature", t, "reasoningEffort", req.Config.ReasoningEffort)
+	}
 	url, err := endpoint(c.api, c.base, req.Config.Model)
 	if err != nil {
 		return nil, &Error{Code: CodeBadRequest, Provider: provider, What: "the request cannot be addressed", Hint: "this is a bug in the request builder", Err: err}
@@ -206,7 +210,8 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 		hr.Header.Set("X-Session-Id", req.SessionID)
 	}
 
-	rec := newRecorder(c.api)
+	enc, _ := req.encoder() // Encode refused a version this build has not
+	rec := newRecorder(c.api, enc)
 	start := time.Now()
 	since := func() int64 { return time.Since(start).Milliseconds() }
 	fail := func(a *assembler, e *Error) (*Result, error) {

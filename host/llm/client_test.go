@@ -190,18 +190,20 @@ func TestClientStreamRecord(t *testing.T) {
 	require.NoError(t, err)
 	var rec struct {
 		V      int                `json:"v"`
+		Enc    int                `json:"enc"`
 		Chunks [][]jsontext.Value `json:"chunks"`
 		Done   *int64             `json:"done"`
 	}
 	require.NoError(t, json.Unmarshal(res.Stream, &rec, json.RejectUnknownMembers(true)))
 	require.Equal(t, 1, rec.V)
+	require.Equal(t, EncoderVersion, rec.Enc, "the record names the encoder version of the body sent")
 	require.Len(t, rec.Chunks, 2)
 	require.Equal(t, llmtest.Text("a"), string(rec.Chunks[0][1]), "chunks are kept verbatim")
 	require.Equal(t, llmtest.Finish("stop"), string(rec.Chunks[1][1]))
 	require.NotNil(t, rec.Done)
 	_, info, err := ReassembleInfo(res.Stream)
 	require.NoError(t, err)
-	require.Equal(t, StreamInfo{Done: true, Chunks: 2}, info)
+	require.Equal(t, StreamInfo{Encoder: EncoderVersion, Done: true, Chunks: 2}, info)
 }
 
 func TestClientErrors(t *testing.T) {
@@ -613,7 +615,7 @@ func TestProgress(t *testing.T) {
 			c, err := NewClient(ClientConfig{BaseURL: "http://127.0.0.1"})
 			require.NoError(t, err)
 			n := 0
-			_, err = c.pump(strings.NewReader(tt.stream), &assembler{}, newRecorder(APIOpenAI), func() int64 { return 0 }, func() { n++ })
+			_, err = c.pump(strings.NewReader(tt.stream), &assembler{}, newRecorder(APIOpenAI, EncoderVersion), func() int64 { return 0 }, func() { n++ })
 			require.ErrorIs(t, err, io.EOF)
 			require.Equal(t, tt.want, n)
 		})

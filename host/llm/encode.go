@@ -38,7 +38,8 @@ const ProviderDeepSeek = "deepseek"
 //   - block types a role cannot carry are left out, and a message left with
 //     nothing to send is not sent;
 //   - a tool call without a result, and a result that answers no call, are
-//     not sent (see paired: a reply cut by the output limit mid call).
+//     not sent (see paired: a reply cut by the output limit mid call;
+//     encoder version 1 sent them, see EncoderVersion).
 //
 // Tools are sent as {"type":"function","function":schema}; a schema that
 // already has that form is sent as is, and an MCP-style schema
@@ -60,17 +61,15 @@ const ProviderDeepSeek = "deepseek"
 // becomes role "tool" messages on the wire). Other providers never receive
 // reasoning.
 func EncodeRequest(req *Request) ([]byte, error) {
-	if req == nil {
-		return nil, errors.New("llm: encode: nil request")
-	}
-	if req.Config.Model == "" {
-		return nil, errors.New("llm: encode: the request names no model (config.model is empty)")
+	v, err := encodable(req)
+	if err != nil {
+		return nil, err
 	}
 	w := &writer{b: make([]byte, 0, 256+estimateSize(req))}
 	w.raw(`{"model":`)
 	w.str(req.Config.Model)
 	w.raw(`,"messages":[`)
-	msgs := paired(req.Messages)
+	msgs := req.history(v)
 	var spans []bool
 	if req.Config.Provider == ProviderDeepSeek {
 		spans = toolSpans(msgs)
@@ -107,23 +106,8 @@ func EncodeRequest(req *Request) ([]byte, error) {
 		w.raw(`,"max_tokens":`)
 		w.b = fmt.Appendf(w.b, "%d", *c.MaxTokens)
 	}
-	if c.Temperature != nil {
-		f, err := json.Marshal(*c.Temperature)
-		if err != nil {
-			return nil, fmt.Errorf("llm: encode: temperature %v: %w", *c.Temperature, err)
-		}
-		w.raw(`,"temperature":`)
-		w.b = append(w.b, f...)
-	}
-	if len(c.Stop) > 0 {
-		w.raw(`,"stop":[`)
-		for i, s := range c.Stop {
-			if i > 0 {
-				w.raw(`,`)
-			}
-			w.str(s)
-		}
-		w.raw(`]`)
+	if err := w.sampling(c, "temperature", "stop"); err != nil {
+		return nil, err
 	}
 	if c.ReasoningEffort != "" {
 		w.raw(`,"reasoning_effort":`)

@@ -21,7 +21,7 @@ func FuzzStreamRecord(f *testing.F) {
 	f.Add(`{"choices":{"index":0},"usage":{"prompt_tokens":"x"}}` + "\n" + `{"choices":[{"index":0,"delta":{"content":[{"text":"a"},{"type":"x"},7]}}]}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		a := &assembler{}
-		rec := newRecorder(APIOpenAI)
+		rec := newRecorder(APIOpenAI, EncoderVersion)
 		for i, line := range strings.Split(in, "\n") {
 			name := ""
 			if i%5 == 4 {
@@ -73,7 +73,7 @@ func FuzzNativeStreamRecord(f *testing.F) {
 			api = APIAnthropic
 		}
 		a := &assembler{api: api}
-		rec := newRecorder(api)
+		rec := newRecorder(api, EncoderVersion)
 		for i, line := range strings.Split(in, "\n") {
 			name := ""
 			if anthropic {

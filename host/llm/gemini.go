@@ -36,34 +36,30 @@ import (
 // text is sent too), a tool call → functionCall {id, name, args} (id when
 // the API gave the call one; an empty or non-object argument string is
 // sent as {}) with its recorded thoughtSignature, and the functionResponse
-// that answers it carries the same id; reasoning is not sent back. A call without a response
-// and a response that answers no call are left out (see paired), so the
-// counts of functionCall and functionResponse parts match. Consecutive wire messages
-// of one role are merged, so the responses to parallel calls share one
-// content, as the API asks.
+// that answers it carries the same id; reasoning → a thought part {text,
+// thought true} with its recorded thoughtSignature (a signed thought with
+// no text is sent too), in its place among the model turn's parts: the
+// API asks for the model's turn back whole, thoughts and signatures
+// included, as it sent it. A call without a response and a response that
+// answers no call are left out (see paired), so the counts of
+// functionCall and functionResponse parts match. Consecutive wire
+// messages of one role are merged, so the responses to parallel calls
+// share one content, as the API asks. (Encoder version 1 sent no
+// reasoning, no thinkingConfig and every call and response; see
+// EncoderVersion.)
 //
 // Gemini caches implicitly; the body carries no cache markers.
 func EncodeGemini(req *Request) ([]byte, error) {
-	if req == nil {
-		return nil, errors.New("llm: encode: nil request")
+	v, err := encodable(req)
+	if err != nil {
+		return nil, err
 	}
-	if req.Config.Model == "" {
-		return nil, errors.New("llm: encode: the request names no model (config.model is empty)")
-	}
-	var msgs []wireMessage
-	system, hasSystem, start := systemHead(req)
+	system, hasSystem, _ := systemHead(req)
 	names := map[string]geminiCall{} // tool call id → the call
-	all := paired(req.Messages)
-	for i := start; i < len(all); i++ {
-		m := all[i]
-		if m == nil {
-			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
-		}
-		role, parts, err := geminiParts(m, names)
-		if err != nil {
-			return nil, fmt.Errorf("llm: encode: message %d (id %q): %w", i, m.ID, err)
-		}
-		msgs, _ = merge(msgs, role, parts)
+	parts := func(m *surface.Message) (string, [][]byte, error) { return geminiParts(m, names, v) }
+	msgs, err := wireMessages(req, v, parts, nil)
+	if err != nil {
+		return nil, err
 	}
 	if len(msgs) == 0 {
 		return nil, errors.New("llm: encode: the request has no message to send")
@@ -75,47 +71,17 @@ func EncodeGemini(req *Request) ([]byte, error) {
 		w.str(system)
 		w.raw(`}]},`)
 	}
-	w.raw(`"contents":[`)
-	for i, m := range msgs {
-		if i > 0 {
-			w.raw(`,`)
-		}
-		w.raw(`{"role":`)
-		w.str(m.role)
-		w.raw(`,"parts":[`)
-		for j, p := range m.blocks {
-			if j > 0 {
-				w.raw(`,`)
-			}
-			w.b = append(w.b, p...)
-		}
-		w.raw(`]}`)
-	}
-	w.raw(`]`)
+	w.wireHistory("contents", "parts", msgs)
 	if len(req.Tools) > 0 {
 		w.raw(`,"tools":[{"functionDeclarations":[`)
-		for i, t := range req.Tools {
-			d, err := toolOf(t)
-			if err != nil {
-				return nil, fmt.Errorf("llm: encode: tool %d: %w", i, err)
-			}
-			if i > 0 {
-				w.raw(`,`)
-			}
-			w.raw(`{"name":`)
-			w.str(d.name)
-			if d.description != nil {
-				w.raw(`,"description":`)
-				w.str(*d.description)
-			}
-			w.raw(`,"parametersJsonSchema":`)
-			w.b = append(w.b, d.params...)
-			w.raw(`}`)
+		if err := w.toolList(req.Tools, "parametersJsonSchema", false); err != nil {
+			return nil, err
 		}
 		w.raw(`]}]`)
 	}
 	c := &req.Config
 	budget, thinking := thinkingBudget(c.ReasoningEffort)
+	thinking = thinking && v > encoderV1
 	if c.Temperature != nil || c.MaxTokens != nil || len(c.Stop) > 0 || thinking {
 		w.raw(`,"generationConfig":{`)
 		n := len(w.b)
@@ -148,21 +114,33 @@ func EncodeGemini(req *Request) ([]byte, error) {
 // geminiCall is what a functionResponse repeats of the call it answers.
 type geminiCall struct{ name, providerID string }
 
-func geminiParts(m *surface.Message, names map[string]geminiCall) (role string, out [][]byte, err error) {
-	add := func(f func(w *writer)) {
-		b, e := enc(f)
-		if e != nil && err == nil {
-			err = e
-		}
-		out = append(out, b)
+// geminiParts returns the role and wire parts of m as encoder version v
+// sends them; names holds the calls of the messages before m, by id.
+func geminiParts(m *surface.Message, names map[string]geminiCall, v int) (string, [][]byte, error) {
+	var l blockList
+	add := l.add
+	// text adds a text part: a thought when thought is set, with the
+	// signature sig when there is one.
+	text := func(s string, thought bool, sig string) {
+		add(func(w *writer) {
+			w.raw(`{"text":`)
+			w.str(s)
+			if thought {
+				w.raw(`,"thought":true`)
+			}
+			if sig != "" {
+				w.raw(`,"thoughtSignature":`)
+				w.str(sig)
+			}
+			w.raw(`}`)
+		})
 	}
-	text := func(s string) { add(func(w *writer) { w.raw(`{"text":`); w.str(s); w.raw(`}`) }) }
 	switch m.Role {
 	case surface.RoleSystem:
 		if t, ok := joinText(m.Content); ok && strings.TrimSpace(t) != "" {
-			text(laterSystemText(t))
+			text(laterSystemText(t), false, "")
 		}
-		return "user", out, err
+		return "user", l.out, l.err
 	case surface.RoleUser:
 		for i := range m.Content {
 			b := &m.Content[i]
@@ -171,7 +149,10 @@ func geminiParts(m *surface.Message, names map[string]geminiCall) (role string, 
 				if b.ToolCallID == "" {
 					return "", nil, fmt.Errorf("tool-result block %d has no toolCallId", i)
 				}
-				call := names[b.ToolCallID] // paired kept only results of sent calls
+				call, ok := names[b.ToolCallID] // from version 2, paired kept only results of sent calls
+				if !ok && v == encoderV1 {
+					return "", nil, fmt.Errorf("tool-result block %d answers call %q, which no earlier message makes (Gemini needs the function name)", i, b.ToolCallID)
+				}
 				out0, _ := joinText(b.Content)
 				key := "output"
 				if b.IsError {
@@ -192,7 +173,7 @@ func geminiParts(m *surface.Message, names map[string]geminiCall) (role string, 
 				})
 			case surface.BlockText:
 				if b.Text != "" {
-					text(b.Text)
+					text(b.Text, false, "")
 				}
 			case "image":
 				img, e := imageOf(b)
@@ -217,32 +198,28 @@ func geminiParts(m *surface.Message, names map[string]geminiCall) (role string, 
 				})
 			}
 		}
-		return "user", out, err
+		return "user", l.out, l.err
 	case surface.RoleAssistant:
 		for i := range m.Content {
 			b := &m.Content[i]
 			switch b.Type {
-			case surface.BlockText:
-				sig := signatureOf(b)
+			case surface.BlockText, surface.BlockReasoning:
+				thought := b.Type == surface.BlockReasoning
+				if thought && v == encoderV1 {
+					continue
+				}
+				sig := signatureFor(b, APIGemini)
 				if b.Text == "" && sig == "" {
 					continue
 				}
-				add(func(w *writer) {
-					w.raw(`{"text":`)
-					w.str(b.Text)
-					if sig != "" {
-						w.raw(`,"thoughtSignature":`)
-						w.str(sig)
-					}
-					w.raw(`}`)
-				})
+				text(b.Text, thought, sig)
 			case surface.BlockToolCall:
 				if b.ID == "" || b.Name == "" {
 					return "", nil, fmt.Errorf("tool-call block %d needs an id and a name", i)
 				}
 				pid := providerIDOf(b)
 				names[b.ID] = geminiCall{b.Name, pid}
-				sig := signatureOf(b)
+				sig := signatureFor(b, APIGemini)
 				add(func(w *writer) {
 					w.raw(`{"functionCall":{`)
 					if pid != "" {
@@ -267,7 +244,7 @@ func geminiParts(m *surface.Message, names map[string]geminiCall) (role string, 
 				}
 			}
 		}
-		return "model", out, err
+		return "model", l.out, l.err
 	}
 	return "", nil, fmt.Errorf("role %q cannot be sent", m.Role)
 }

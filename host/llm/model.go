@@ -22,6 +22,11 @@ type Request struct {
 	// record. "" leaves it to the model: a Client encodes for its own
 	// API and refuses a request that names another.
 	API API
+	// Encoder is the encoder version the body is written by (see
+	// EncoderVersion); 0 is this build's. A request rebuilt from a log
+	// takes it from the attempt's stream record, so its Body is the body
+	// then sent.
+	Encoder int
 }
 
 // Body returns the exact wire body of r for r.API ("" is APIOpenAI).

@@ -8,19 +8,23 @@ import (
 	"github.com/weirhost/weir/surface"
 )
 
-// signed is the Unknown member of a block carrying signature sig.
-func signed(sig string) jsontext.Value { return blockExtra(sig, "") }
+// signed is the Unknown member of a block carrying signature sig, which
+// api made.
+func signed(sig string, api API) jsontext.Value { return blockExtra(sig, api, "") }
 
-// blockExtra is the Unknown of a block: its signature and, for a Gemini
-// functionCall that carried an id, that id as "providerId" (the block's
-// own id may be one the client made up, which is not sent back).
-func blockExtra(sig, providerID string) jsontext.Value {
+// blockExtra is the Unknown of a block: its signature and the API that
+// made it ("signedBy": a signature verifies only with the API that made
+// it, see signatureFor) and, for a Gemini functionCall that carried an
+// id, that id as "providerId" (the block's own id may be one the client
+// made up, which is not sent back).
+func blockExtra(sig string, api API, providerID string) jsontext.Value {
 	if sig == "" && providerID == "" {
 		return nil
 	}
 	b := []byte(`{`)
 	if sig != "" {
 		b, _ = jsontext.AppendQuote(append(b, `"signature":`...), sig)
+		b, _ = jsontext.AppendQuote(append(b, `,"signedBy":`...), string(api))
 	}
 	if providerID != "" {
 		if sig != "" {

@@ -41,6 +41,14 @@ func replyKinds(api API) map[string]scriptedReply {
 					llmtest.ToolUseStart(5, fmt.Sprintf("toolu_b%d", n), "read"), llmtest.BlockStop(5),
 					llmtest.MessageDelta("tool_use", 9), llmtest.MessageStop())
 			},
+			// A reply that calls a tool with no thinking before it (a
+			// route that turned thinking on mid loop, reasoning another
+			// API signed): the next request continues the loop.
+			"calls without thinking": func(n int) llmtest.Reply {
+				return llmtest.AnthropicStream(start(),
+					llmtest.ToolUseStart(0, fmt.Sprintf("toolu_n%d", n), "read"), llmtest.BlockStop(0),
+					llmtest.MessageDelta("tool_use", 3), llmtest.MessageStop())
+			},
 			"refusal": func(int) llmtest.Reply {
 				return llmtest.AnthropicStream(start(), llmtest.MessageDelta("refusal", 0), llmtest.MessageStop())
 			},
@@ -118,10 +126,13 @@ func TestAnyRepliesLeaveASendableHistory(t *testing.T) {
 func checkSequence(t *testing.T, api API, kinds map[string]scriptedReply, seq []string) {
 	cl, srv := newAPIClient(t, api, nil)
 	validate := validators[api]
+	// Thinking on (a 4096 budget where the API takes one), so the rules
+	// that hold only with thinking are checked too.
+	cfg := surface.CallConfig{Provider: "p", Model: "test-model", MaxTokens: i64(8000), ReasoningEffort: "low"}
 	msgs := []*surface.Message{msg("s", surface.RoleSystem, surface.Text("sys")), user("u0", "hello")}
 	for n, kind := range seq {
 		srv.Push(kinds[kind](n))
-		req := &Request{Config: surface.CallConfig{Provider: "p", Model: "test-model", MaxTokens: i64(1000)}, Messages: msgs}
+		req := &Request{Config: cfg, Messages: msgs}
 		res, _ := cl.Stream(context.Background(), req, nil)
 		require.NotNil(t, res)
 		if len(res.Content) > 0 {
@@ -149,7 +160,7 @@ func checkSequence(t *testing.T, api API, kinds map[string]scriptedReply, seq []
 		}
 		prev = said
 	}
-	body, err := Encode(api, &Request{Config: surface.CallConfig{Provider: "p", Model: "test-model", MaxTokens: i64(1000)}, Messages: msgs})
+	body, err := Encode(api, &Request{Config: cfg, Messages: msgs})
 	require.NoError(t, err)
 	require.NoError(t, validate(body), "%s", body)
 }

@@ -22,14 +22,16 @@ const StreamVersion = 1
 // "api":"gemini" right after "v" (none means the OpenAI-compatible
 // protocol), and its chunks are that API's payloads (Anthropic's with
 // their event names); "done" is then the time of message_stop (Anthropic)
-// or of the end of the stream after a finishReason (Gemini). A streamed
-// reply:
+// or of the end of the stream after a finishReason (Gemini). "enc" is the
+// version of the encoder that wrote the request body (EncoderVersion;
+// none means version 1, the records written before the member existed).
+// A streamed reply:
 //
-//	{"v":1,"chunks":[[<ms>,<chunk>],[<ms>,<chunk>,"<event>"],...],"done":<ms>}
+//	{"v":1,"enc":2,"chunks":[[<ms>,<chunk>],[<ms>,<chunk>,"<event>"],...],"done":<ms>}
 //
 // a refused request:
 //
-//	{"v":1,"status":429,"headers":{"Retry-After":"2"},"body":<JSON or string>,
+//	{"v":1,"enc":2,"status":429,"headers":{"Retry-After":"2"},"body":<JSON or string>,
 //	 "error":{"t":<ms>,"code":"RATE_LIMIT","message":"..."}}
 //
 // Times are whole milliseconds since the request was sent. "chunks" holds
@@ -42,7 +44,7 @@ const StreamVersion = 1
 // Content-Type, X-Request-Id) and "body" (compacted) are present only for a
 // non-2xx response. "error" is present when the attempt failed: it is how
 // the attempt ended, as the client reported it; a broken stream has both
-// "chunks" and "error". Members appear in the order v, api, status,
+// "chunks" and "error". Members appear in the order v, api, enc, status,
 // headers, body, chunks, done, error, each only when it has a value. The
 // API key never appears: it is replaced by "[redacted]" wherever a server
 // echoed it.
@@ -51,13 +53,17 @@ type recorder struct {
 	chunks int
 }
 
-func newRecorder(api API) *recorder {
+// newRecorder starts the record of an attempt of api whose body encoder
+// version enc wrote.
+func newRecorder(api API, enc int) *recorder {
 	r := &recorder{b: make([]byte, 0, 1024)}
 	r.b = append(r.b, `{"v":1`...)
 	if api != "" && api != APIOpenAI {
 		r.b = append(r.b, `,"api":`...)
 		r.str(string(api))
 	}
+	r.b = append(r.b, `,"enc":`...)
+	r.b = strconv.AppendInt(r.b, int64(enc), 10)
 	return r
 }
 
@@ -154,6 +160,9 @@ type StreamInfo struct {
 	// API is the protocol of the recorded payloads: the record's "api"
 	// member, empty for the OpenAI-compatible protocol.
 	API API
+	// Encoder is the version of the encoder that wrote the request body:
+	// the record's "enc" member, 1 when it has none.
+	Encoder int
 	// Status is the HTTP status of a non-2xx response, else 0.
 	Status int
 	// Done reports that the [DONE] sentinel arrived.
@@ -177,7 +186,7 @@ func Reassemble(stream jsontext.Value) (*Result, error) {
 
 // ReassembleInfo is Reassemble that also reports how the attempt ended.
 func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
-	var info StreamInfo
+	info := StreamInfo{Encoder: encoderV1}
 	var a assembler
 	// Payloads are checked strictly when replayed; the outer walk need not
 	// track member names too.
@@ -198,7 +207,7 @@ func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
 		}
 		key := tok.String()
 		switch key {
-		case "v", "status", "done":
+		case "v", "enc", "status", "done":
 			v, err := dec.ReadValue()
 			if err != nil {
 				return bad(err)
@@ -210,6 +219,11 @@ func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
 			switch key {
 			case "v":
 				version = n
+			case "enc":
+				if n < encoderV1 {
+					return nil, info, fmt.Errorf("llm: stream record member \"enc\" is %d, not an encoder version", n)
+				}
+				info.Encoder = n
 			case "status":
 				info.Status = n
 			default:

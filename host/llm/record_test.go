@@ -12,7 +12,7 @@ import (
 
 func TestRecorderPayloadForms(t *testing.T) {
 	a := &assembler{}
-	rec := newRecorder(APIOpenAI)
+	rec := newRecorder(APIOpenAI, EncoderVersion)
 	payloads := []struct {
 		data   string
 		name   string
@@ -64,12 +64,12 @@ func TestReassembleEmptyRecords(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Content)
 	require.Nil(t, res.Usage)
-	require.Equal(t, StreamInfo{Status: 429, Code: CodeRateLimit, Message: "m"}, info)
+	require.Equal(t, StreamInfo{Encoder: 1, Status: 429, Code: CodeRateLimit, Message: "m"}, info, "a record without enc was written by encoder version 1")
 }
 
 func TestRecorderResponseBody(t *testing.T) {
 	for _, body := range []string{`{"a" : 1}`, "plain \xff text", ""} {
-		rec := newRecorder(APIOpenAI)
+		rec := newRecorder(APIOpenAI, EncoderVersion)
 		rec.response(500, nil, []byte(body))
 		v := rec.finish(-1, &Error{Code: CodeServer, What: "x"}, 1)
 		require.True(t, v.IsValid(), "%q → %s", body, v)

@@ -246,16 +246,20 @@ func (m *Scripted) Stream(ctx context.Context, req *Request, on func(Delta)) (*R
 		return nil, errors.New("llm: scripted: nil request")
 	}
 	provider := req.Config.Provider
+	enc, err := req.encoder()
+	if err != nil {
+		return nil, &Error{Code: CodeBadRequest, Provider: provider, What: "the request cannot be encoded", Hint: "rebuild it with this build", Err: err}
+	}
 	n, r, err := m.pick(req)
 	if err != nil {
-		rec := newRecorder(APIOpenAI)
+		rec := newRecorder(APIOpenAI, enc)
 		e := &Error{Code: CodeBadRequest, Provider: provider, What: "the offline script is exhausted", Detail: err.Error(),
 			Hint: "add replies to the script (or a reply with \"repeat\": true)"}
 		res := (&assembler{}).result(false)
 		res.Stream = rec.finish(-1, e, 0)
 		return res, e
 	}
-	p := player{ctx: ctx, rec: newRecorder(APIOpenAI), a: &assembler{on: on}, delay: time.Duration(m.script.DelayMS) * time.Millisecond, provider: provider}
+	p := player{ctx: ctx, rec: newRecorder(APIOpenAI, enc), a: &assembler{on: on}, delay: time.Duration(m.script.DelayMS) * time.Millisecond, provider: provider}
 	switch r.Error {
 	case "", ScriptBroken:
 	default:

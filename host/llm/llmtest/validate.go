@@ -23,13 +23,17 @@ import (
 //   - a thinking block carries a signature, a redacted_thinking block data;
 //   - at most 4 blocks carry cache_control (system, tools and messages);
 //   - max_tokens is positive, and a thinking budget_tokens is at least
-//     1024 and below it.
+//     1024 and below it;
+//   - with thinking enabled, temperature is absent or 1, and a request
+//     whose last message holds tool_result blocks has an assistant message
+//     before it that starts with a thinking or redacted_thinking block.
 func ValidateAnthropic(body []byte) error {
 	var req struct {
-		MaxTokens int64             `json:"max_tokens"`
-		System    []json.RawMessage `json:"system"`
-		Tools     []json.RawMessage `json:"tools"`
-		Thinking  *struct {
+		MaxTokens   int64             `json:"max_tokens"`
+		Temperature *float64          `json:"temperature"`
+		System      []json.RawMessage `json:"system"`
+		Tools       []json.RawMessage `json:"tools"`
+		Thinking    *struct {
 			Type   string `json:"type"`
 			Budget int64  `json:"budget_tokens"`
 		} `json:"thinking"`
@@ -47,9 +51,13 @@ func ValidateAnthropic(body []byte) error {
 	if t := req.Thinking; t != nil && t.Type == "enabled" && (t.Budget < 1024 || t.Budget >= req.MaxTokens) {
 		return fmt.Errorf("anthropic: thinking.budget_tokens must be ≥ 1024 and < max_tokens (%d), got %d", req.MaxTokens, t.Budget)
 	}
+	if t := req.Thinking; t != nil && t.Type == "enabled" && req.Temperature != nil && *req.Temperature != 1 {
+		return fmt.Errorf("anthropic: temperature may only be set to 1 when thinking is enabled, got %v", *req.Temperature)
+	}
 	if len(req.Messages) == 0 {
 		return fmt.Errorf("anthropic: messages must not be empty")
 	}
+	n := len(req.Messages)
 	marks := 0
 	for _, raw := range append(append([]json.RawMessage(nil), req.System...), req.Tools...) {
 		if hasMember(raw, "cache_control") {
@@ -138,10 +146,27 @@ func ValidateAnthropic(body []byte) error {
 	if len(open) > 0 {
 		return fmt.Errorf("anthropic: the last message calls tools (%s) that no tool_result answers", strings.Join(open, ", "))
 	}
+	if t := req.Thinking; t != nil && t.Type == "enabled" && n >= 2 && firstType(req.Messages[n-1].Content) == "tool_result" {
+		if f := firstType(req.Messages[n-2].Content); f != "thinking" && f != "redacted_thinking" {
+			return fmt.Errorf("anthropic: messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`: when thinking is enabled, a final assistant message must start with a thinking block", n-2, f)
+		}
+	}
 	if marks > 4 {
 		return fmt.Errorf("anthropic: a maximum of 4 blocks with cache_control may be provided, found %d", marks)
 	}
 	return nil
+}
+
+// firstType returns the type of the first of blocks.
+func firstType(blocks []json.RawMessage) string {
+	if len(blocks) == 0 {
+		return ""
+	}
+	var b struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(blocks[0], &b)
+	return b.Type
 }
 
 // ValidateGemini checks a generateContent request body:
@@ -150,6 +175,8 @@ func ValidateAnthropic(body []byte) error {
 //   - a part has exactly one data member (text, inlineData, fileData,
 //     functionCall, functionResponse, ...); text is not empty unless the
 //     part carries a thoughtSignature;
+//   - "thought" is a boolean, and a part whose thought is true is a text
+//     part (a thought summary); a thoughtSignature is a non-empty string;
 //   - the content right after a model content with functionCall parts is a
 //     user content with as many functionResponse parts, one per call, by
 //     name (and id when the call has one); a functionResponse answers a
@@ -193,6 +220,18 @@ func ValidateGemini(body []byte) error {
 			}
 			if data != 1 {
 				return fmt.Errorf("%s: a part must have exactly one data member, has %d", at, data)
+			}
+			if th, ok := p["thought"]; ok {
+				var b bool
+				if json.Unmarshal(th, &b) != nil || (b && p["text"] == nil) {
+					return fmt.Errorf("%s: thought is a boolean, and a thought part is a text part", at)
+				}
+			}
+			if sig, ok := p["thoughtSignature"]; ok {
+				var s string
+				if json.Unmarshal(sig, &s) != nil || s == "" {
+					return fmt.Errorf("%s: a thoughtSignature is a non-empty string", at)
+				}
 			}
 			if t, ok := p["text"]; ok {
 				var s string
