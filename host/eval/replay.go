@@ -86,6 +86,7 @@ type driver struct {
 	counter  tokenizer.Counter
 	bpe      *tokenizer.Tokenizer
 	usage    *UsageModel // nil for the baseline: its usage is the recorded one
+	render   renderer
 	prev     requestText
 	prevIDs  []int
 	prevGen  uint64
@@ -434,10 +435,10 @@ func (d *driver) measure(req *llm.Request, i int) {
 		st.Step = d.rec.Replies[i].Step
 		st.OutputTokens = d.outputTokens(d.rec.Replies[i])
 	}
-	body, err := llm.EncodeRequest(req)
-	var rt requestText
-	if err == nil {
-		rt, err = wirePrompt(body)
+	rt, err := d.render.render(req)
+	var body []byte
+	if err == nil && d.set.Baseline {
+		body, err = llm.EncodeRequest(req)
 	}
 	if err != nil {
 		st.Note = fmt.Sprintf("the request does not encode: %v", err)
