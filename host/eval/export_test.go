@@ -1,6 +1,9 @@
 package eval
 
-import "github.com/weirhost/weir/host/llm"
+import (
+	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/sdk/tokenizer"
+)
 
 // Renderer renders requests for tests as the replay does, keeping the
 // tools' text between requests.
@@ -19,4 +22,11 @@ func (r *Renderer) Render(req *llm.Request) (got, want [4]string, err error) {
 	}
 	wt, err := wirePrompt(body)
 	return [4]string{rt.system, rt.tools, rt.text, rt.base}, [4]string{wt.system, wt.tools, wt.text, wt.base}, err
+}
+
+// PrefixEncoder is the replay's encoder of consecutive prompts, and the
+// bytes it handed the tokenizer so far.
+func PrefixEncoder(t *tokenizer.Tokenizer) (encode func(string) []int, encoded func() int) {
+	p := newPrefixEncoder(t)
+	return p.encode, func() int { return p.encoded }
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/eval"
 	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -20,6 +21,55 @@ import (
 // what those lack (reasoning under DeepSeek's replay rule and without it,
 // images, several text blocks, unanswered calls, MCP-style tools).
 func TestRenderEqualsWire(t *testing.T) {
+	for name, reqs := range sessionRequests(t) {
+		t.Run(name, func(t *testing.T) {
+			require.NotEmpty(t, reqs)
+			var r eval.Renderer
+			for i, req := range reqs {
+				got, want, err := r.Render(req)
+				require.NoError(t, err, "request %d", i+1)
+				require.Equal(t, want, got, "request %d", i+1)
+			}
+		})
+	}
+}
+
+// The replay's encoder of consecutive prompts, which encodes only what
+// follows the prefix a prompt shares with the previous one, gives the ids
+// the tokenizer gives each whole prompt: for the prompts of the sessions
+// of TestRenderEqualsWire in order, and for texts that share a prefix
+// ending inside a marker, hold a marker's text in a message, lose their
+// tail, change at the start, or are not valid UTF-8.
+func TestPrefixEncoderEqualsEncode(t *testing.T) {
+	bpe := tokenizer.DeepSeekV3()
+	var texts []string
+	sessions := sessionRequests(t)
+	for _, name := range []string{"demo", "live", "generated", "built deepseek"} {
+		var r eval.Renderer
+		for _, req := range sessions[name] {
+			got, _, err := r.Render(req)
+			require.NoError(t, err)
+			texts = append(texts, got[2])
+		}
+	}
+	base := "<｜begin▁of▁sentence｜>You are terse.<｜User｜>Say <｜User｜> twice.<｜Assistant｜>"
+	texts = append(texts,
+		base, base+"<｜User｜> again<｜end▁of▁sentence｜>", base+"<｜Us", base+"<｜User｜>", base[:len(base)-3]+"x",
+		"no markers at all", "<｜User｜>"+base, base+"\xff\xfe bad bytes<｜User｜>", base+"<｜User｜>ok",
+		base+"<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>12345678<｜tool▁output▁end｜>", base+"<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>12345679")
+	enc, encoded := eval.PrefixEncoder(bpe)
+	total := 0
+	for i, text := range texts {
+		require.Equal(t, bpe.Encode(text), enc(text), "text %d", i)
+		total += len(text)
+	}
+	require.Less(t, encoded(), total/4, "the shared prefixes are not encoded again")
+	t.Logf("%d prompts, %d bytes, %d of them encoded", len(texts), total, encoded())
+}
+
+// sessionRequests is every request of the sessions TestRenderEqualsWire
+// and TestPrefixEncoderEqualsEncode read, by session.
+func sessionRequests(t *testing.T) map[string][]*llm.Request {
 	rt := runtime(t)
 	sessions := map[string][]*llm.Request{}
 	fromLog := func(name, id string, events []surface.Event) {
@@ -38,17 +88,7 @@ func TestRenderEqualsWire(t *testing.T) {
 	for _, provider := range []string{llm.ProviderDeepSeek, "openai"} {
 		sessions["built "+provider] = builtRequests(provider)
 	}
-	for name, reqs := range sessions {
-		t.Run(name, func(t *testing.T) {
-			require.NotEmpty(t, reqs)
-			var r eval.Renderer
-			for i, req := range reqs {
-				got, want, err := r.Render(req)
-				require.NoError(t, err, "request %d", i+1)
-				require.Equal(t, want, got, "request %d", i+1)
-			}
-		})
-	}
+	return sessions
 }
 
 // builtRequests is a conversation that grows one exchange per request.

@@ -84,8 +84,8 @@ type driver struct {
 	turn              int64
 
 	counter  tokenizer.Counter
-	bpe      *tokenizer.Tokenizer
-	usage    *UsageModel // nil for the baseline: its usage is the recorded one
+	bpe      *prefixEncoder // nil when the report's counter is not a BPE tokenizer
+	usage    *UsageModel    // nil for the baseline: its usage is the recorded one
 	render   renderer
 	prev     requestText
 	prevIDs  []int
@@ -107,7 +107,9 @@ func Replay(ctx context.Context, rec *Recording, set Set, opts Options) (*Result
 	if d.counter == nil {
 		d.counter = RouteCounter(rec.Route)
 	}
-	d.bpe, _ = d.counter.(*tokenizer.Tokenizer)
+	if bpe, ok := d.counter.(*tokenizer.Tokenizer); ok {
+		d.bpe = newPrefixEncoder(bpe)
+	}
 	if !set.Baseline {
 		d.usage = &UsageModel{Counter: RouteCounter(rec.Route)}
 	}
@@ -445,7 +447,7 @@ func (d *driver) measure(req *llm.Request, i int) {
 		d.note("request %d (turn %d): %s", n, d.turn, st.Note)
 	}
 	if d.bpe != nil {
-		ids := d.bpe.Encode(rt.text)
+		ids := d.bpe.encode(rt.text)
 		st.InputTokens = int64(len(ids))
 		st.CachedTokens = int64(commonPrefix(d.prevIDs, ids))
 		d.prevIDs = ids

@@ -39,6 +39,7 @@ import (
 // gives a live run of the set the usage the replay gives it, exactly.
 type UsageModel struct {
 	Counter tokenizer.Counter
+	enc     *prefixEncoder
 	prevIDs []int
 	prev    string
 }
@@ -57,7 +58,10 @@ func (u *UsageModel) Usage(body []byte, output int64) (surface.Usage, error) {
 func (u *UsageModel) price(text string, output int64) surface.Usage {
 	var total, cached int64
 	if bpe, ok := u.Counter.(*tokenizer.Tokenizer); ok {
-		ids := bpe.Encode(text)
+		if u.enc == nil || u.enc.bpe != bpe {
+			u.enc = newPrefixEncoder(bpe)
+		}
+		ids := u.enc.encode(text)
 		total, cached = int64(len(ids)), int64(commonPrefix(u.prevIDs, ids))
 		u.prevIDs = ids
 	} else {
