@@ -242,10 +242,24 @@ func (r *renderer) render(req *llm.Request) (requestText, error) {
 	if len(msgs) == 0 || req.Config.Model == "" {
 		return requestText{}, encodeError(req)
 	}
-	t := r.toolsText
-	return requestText{system: strings.Join(system, "\x00"), tools: t,
-		text: t + tokenizer.RenderChat(msgs, true), base: t + tokenizer.RenderChat(msgs, false), ok: true}, nil
+	// The generation prompt follows the conversation unless it ends with
+	// tool results: render once, and base is text without it.
+	gen := generationPrompt
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "system" {
+			if msgs[i].Role == "tool" {
+				gen = ""
+			}
+			break
+		}
+	}
+	text := r.toolsText + tokenizer.RenderChat(msgs, false) + gen
+	return requestText{system: strings.Join(system, "\x00"), tools: r.toolsText,
+		text: text, base: text[:len(text)-len(gen)], ok: true}, nil
 }
+
+// generationPrompt is what the template appends for the model's turn.
+var generationPrompt = strings.TrimPrefix(tokenizer.RenderChat(nil, true), tokenizer.RenderChat(nil, false))
 
 // encodeError is the encoder's refusal of a request render cannot render.
 func encodeError(req *llm.Request) error {
