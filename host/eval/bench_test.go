@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface/jsonl"
 )
 
@@ -99,4 +101,48 @@ func BenchmarkEvalVsReplay5k(b *testing.B) {
 	b.ReportMetric(float64(evalT.Milliseconds())/n, "eval-ms/op")
 	b.ReportMetric(float64(plugins.Milliseconds())/n, "plugin-ms/op")
 	b.ReportMetric(float64(evalT-plugins)/float64(replay), "x-replay-net")
+}
+
+// BenchmarkPromptTokens tokenizes the prompts of the requests of a
+// 200-turn session the offline model recorded, in order, with the
+// DeepSeek V3 tokenizer: each prompt whole, and as the replay does, from
+// the last template marker of the prefix it shares with the previous one.
+//
+//	go test ./host/eval -run '^$' -bench PromptTokens
+func BenchmarkPromptTokens(b *testing.B) {
+	rt := runtime(b)
+	id, events := generate(b, rt, 200)
+	reqs, order, err := host.Requests(events, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r eval.Renderer
+	var texts []string
+	size := 0
+	for _, seq := range order {
+		got, _, err := r.Render(reqs[seq])
+		if err != nil {
+			b.Fatal(err)
+		}
+		texts = append(texts, got[2])
+		size += len(got[2])
+	}
+	bpe := tokenizer.DeepSeekV3()
+	b.Run("whole", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		for range b.N {
+			for _, t := range texts {
+				bpe.Encode(t)
+			}
+		}
+	})
+	b.Run("prefix", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		for range b.N {
+			enc, _ := eval.PrefixEncoder(bpe)
+			for _, t := range texts {
+				enc(t)
+			}
+		}
+	})
 }

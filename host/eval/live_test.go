@@ -15,6 +15,7 @@ import (
 	"github.com/weirhost/weir/host/eval"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/host/llm/llmtest"
+	"github.com/weirhost/weir/host/provider"
 	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
 )
@@ -117,12 +118,32 @@ func live(t *testing.T, set eval.Set, turns int) (string, []surface.Event, figur
 	return s.ID(), s.Log().Events(), fig
 }
 
-// compactions counts the successful compactions of a log.
+// compactions counts the successful compactions of a log as eval counts
+// them: each compaction/end without an error, and each prune pass (the
+// compaction/prune events between two requests count once).
 func compactions(events []surface.Event) int {
 	n := 0
 	for _, ev := range events {
 		if ev.Type == surface.TypeCompactionEnd && !strings.Contains(string(ev.Data), `"error"`) {
 			n++
+		}
+	}
+	return n + prunePasses(events)
+}
+
+// prunePasses counts the requests before which a log shows
+// compaction/prune events (the start of the log counts as one).
+func prunePasses(events []surface.Event) int {
+	n, requests, last := 0, 0, -1
+	for _, ev := range events {
+		switch ev.Type {
+		case surface.TypeAssistantMessage, surface.TypeAssistantAttempt:
+			requests++
+		case surface.TypeCompactionPrune:
+			if last != requests {
+				last = requests
+				n++
+			}
 		}
 	}
 	return n
@@ -163,6 +184,55 @@ func TestEvalEqualsLiveRuns(t *testing.T) {
 		})
 	}
 	require.Len(t, seen, len(confs), "the sets must differ in their compactions for the test to tell them apart")
+}
+
+// The pruner example's figures in eval equal a live run of the same set,
+// prune passes included: the pruner (a stateful third-party plugin whose
+// state is in the log) with the first-party token-meter, at two trigger
+// ratios, replayed on a session compaction-basic recorded.
+func TestEvalEqualsLivePruner(t *testing.T) {
+	rt := runtime(t)
+	const turns = 24
+	id, events, _ := live(t, firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), turns)
+	rec, err := eval.Record(id, events)
+	require.NoError(t, err)
+	pruner := func(t *testing.T, name, conf string) eval.Set {
+		pr := examplePlugin(t, rt, "../../examples/pruner", "pruner", provider.RoleCompaction, conf)
+		meter := firstParty(t, rt, "meter", liveRoute, `{}`)
+		return eval.Set{Name: name, Providers: func(s *host.Session) ([]host.CompactionProvider, host.Meter, error) {
+			_, m, err := meter.Providers(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			c, err := pr.Compaction()
+			return []host.CompactionProvider{c}, m, err
+		}}
+	}
+	seen := map[int]bool{}
+	for _, c := range []struct{ name, conf string }{
+		{"pruner-0.3", `{"minBytes": 2000, "keepRecent": 1, "triggerRatio": 0.3}`},
+		{"pruner-0.5", `{"minBytes": 2000, "keepRecent": 1, "triggerRatio": 0.5}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, liveEvents, want := live(t, pruner(t, c.name, c.conf), turns)
+			res, err := eval.Replay(context.Background(), rec, pruner(t, c.name, c.conf), eval.Options{Probes: liveProbes, KeepEvents: true})
+			require.NoError(t, err)
+			require.Empty(t, res.Notes)
+			got := figures{Requests: res.Totals.Requests, Compactions: res.Totals.Compactions, Summaries: res.Totals.Summaries.Total(),
+				Input: res.Totals.InputTokens, Cached: res.Totals.CachedTokens, Output: res.Totals.OutputTokens}
+			for _, p := range res.Probes {
+				got.ProbeLast = append(got.ProbeLast, p.LastVisible)
+			}
+			require.Equal(t, want, got)
+			prunes := prunePasses(liveEvents)
+			require.Positive(t, prunes, "the pruner pruned live")
+			require.Equal(t, prunes, prunePasses(res.Events), "prune passes")
+			require.Equal(t, prunes, want.Compactions, "the pruner's only compactions are its prune passes")
+			seen[prunes] = true
+			t.Logf("%s: %d prune passes, %+v", c.name, prunes, got)
+		})
+	}
+	require.Len(t, seen, 2, "the two ratios must prune differently for the test to tell them apart")
 }
 
 // Every token of a request is in eval's input figure: the fourth request

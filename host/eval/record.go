@@ -129,23 +129,9 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 		callNames  = map[string]string{}
 		summaries  = map[string]string{} // compaction id → summary text
 	)
-	reqs, order, err := host.Requests(events, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("eval: the recorded requests do not rebuild: %w", err)
-	}
-	for _, seq := range order {
-		// By this build's encoder, as the replay's requests are: a log an
-		// older build wrote compares by what it asked, not by the
-		// encoder's version (see llm.EncoderVersion).
-		reqs[seq].Encoder = 0
-		body, err := llm.EncodeRequest(reqs[seq])
-		if err != nil {
-			return nil, fmt.Errorf("eval: request at seq %d: %w", seq, err)
-		}
-		rec.Requests = append(rec.Requests, body)
-	}
-	// fold holds events[:i] at event i: the log a recorded summarize
-	// call's request is rebuilt from, folded once for the whole walk.
+	// fold holds events[:i] at event i: the log each recorded request
+	// (at its settlement, as host.Requests rebuilds it) and each recorded
+	// summarize call's request are rebuilt from, folded once for the walk.
 	fold := surface.New()
 	for i := range events {
 		ev := events[i]
@@ -153,6 +139,17 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 			if err := fold.Admit(events[i-1]); err != nil {
 				return nil, fmt.Errorf("eval: seq %d: %w", events[i-1].Seq, err)
 			}
+		}
+		if ev.Type == surface.TypeAssistantMessage || ev.Type == surface.TypeAssistantAttempt {
+			req, err := host.BuildRequest(fold, sessionID)
+			if err != nil {
+				return nil, fmt.Errorf("eval: the recorded requests do not rebuild: %w", err)
+			}
+			body, err := llm.EncodeRequest(req)
+			if err != nil {
+				return nil, fmt.Errorf("eval: request at seq %d: %w", ev.Seq, err)
+			}
+			rec.Requests = append(rec.Requests, body)
 		}
 		switch ev.Type {
 		case surface.TypeTurnStart:

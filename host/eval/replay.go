@@ -84,8 +84,9 @@ type driver struct {
 	turn              int64
 
 	counter  tokenizer.Counter
-	bpe      *tokenizer.Tokenizer
-	usage    *UsageModel // nil for the baseline: its usage is the recorded one
+	bpe      *prefixEncoder // nil when the report's counter is not a BPE tokenizer
+	usage    *UsageModel    // nil for the baseline: its usage is the recorded one
+	render   renderer
 	prev     requestText
 	prevIDs  []int
 	prevGen  uint64
@@ -106,7 +107,9 @@ func Replay(ctx context.Context, rec *Recording, set Set, opts Options) (*Result
 	if d.counter == nil {
 		d.counter = RouteCounter(rec.Route)
 	}
-	d.bpe, _ = d.counter.(*tokenizer.Tokenizer)
+	if bpe, ok := d.counter.(*tokenizer.Tokenizer); ok {
+		d.bpe = newPrefixEncoder(bpe)
+	}
 	if !set.Baseline {
 		d.usage = &UsageModel{Counter: RouteCounter(rec.Route)}
 	}
@@ -434,17 +437,17 @@ func (d *driver) measure(req *llm.Request, i int) {
 		st.Step = d.rec.Replies[i].Step
 		st.OutputTokens = d.outputTokens(d.rec.Replies[i])
 	}
-	body, err := llm.EncodeRequest(req)
-	var rt requestText
-	if err == nil {
-		rt, err = wirePrompt(body)
+	rt, err := d.render.render(req)
+	var body []byte
+	if err == nil && d.set.Baseline {
+		body, err = llm.EncodeRequest(req)
 	}
 	if err != nil {
 		st.Note = fmt.Sprintf("the request does not encode: %v", err)
 		d.note("request %d (turn %d): %s", n, d.turn, st.Note)
 	}
 	if d.bpe != nil {
-		ids := d.bpe.Encode(rt.text)
+		ids := d.bpe.encode(rt.text)
 		st.InputTokens = int64(len(ids))
 		st.CachedTokens = int64(commonPrefix(d.prevIDs, ids))
 		d.prevIDs = ids

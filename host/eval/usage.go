@@ -1,12 +1,16 @@
 package eval
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
 )
@@ -35,6 +39,7 @@ import (
 // gives a live run of the set the usage the replay gives it, exactly.
 type UsageModel struct {
 	Counter tokenizer.Counter
+	enc     *prefixEncoder
 	prevIDs []int
 	prev    string
 }
@@ -53,7 +58,10 @@ func (u *UsageModel) Usage(body []byte, output int64) (surface.Usage, error) {
 func (u *UsageModel) price(text string, output int64) surface.Usage {
 	var total, cached int64
 	if bpe, ok := u.Counter.(*tokenizer.Tokenizer); ok {
-		ids := bpe.Encode(text)
+		if u.enc == nil || u.enc.bpe != bpe {
+			u.enc = newPrefixEncoder(bpe)
+		}
+		ids := u.enc.encode(text)
 		total, cached = int64(len(ids)), int64(commonPrefix(u.prevIDs, ids))
 		u.prevIDs = ids
 	} else {
@@ -134,6 +142,159 @@ func wirePrompt(body []byte) (requestText, error) {
 	t := tools.String()
 	return requestText{system: strings.Join(system, "\x00"), tools: t,
 		text: t + tokenizer.RenderChat(msgs, true), base: t + tokenizer.RenderChat(msgs, false), ok: true}, nil
+}
+
+// renderer renders the counting text of a request straight from the
+// request, without encoding its body and reading it back: the same text
+// wirePrompt reads of EncodeRequest's body (TestRenderEqualsWire holds it
+// to that for every request of several sessions). It keeps the tools'
+// text of the previous request, which rarely changes.
+type renderer struct {
+	tools     []jsontext.Value
+	toolsText string
+	msgs      []tokenizer.Message
+}
+
+// render is wirePrompt(llm.EncodeRequest(req)) for a request that
+// encodes. A request that does not is the encoder's to refuse: render
+// then returns the encoder's error.
+func (r *renderer) render(req *llm.Request) (requestText, error) {
+	if !slices.EqualFunc(r.tools, req.Tools, func(a, b jsontext.Value) bool { return bytes.Equal(a, b) }) {
+		var tools strings.Builder
+		for _, t := range req.Tools {
+			wt, err := llm.WireTool(t)
+			if err != nil {
+				return requestText{}, encodeError(req)
+			}
+			tools.Write(wt)
+			tools.WriteByte('\n')
+		}
+		r.tools, r.toolsText = slices.Clone(req.Tools), tools.String()
+	}
+	wire, reasoning := llm.WireMessages(req)
+	msgs := r.msgs[:0]
+	var system []string
+	for i, m := range wire {
+		if m == nil {
+			return requestText{}, encodeError(req)
+		}
+		switch m.Role {
+		case surface.RoleSystem:
+			if text, ok := joinText(m.Content); ok {
+				system = append(system, text)
+				msgs = append(msgs, tokenizer.Message{Role: "system", Content: text})
+			}
+		case surface.RoleUser:
+			images := false
+			for j := range m.Content {
+				b := &m.Content[j]
+				switch b.Type {
+				case surface.BlockToolResult:
+					if b.ToolCallID == "" {
+						return requestText{}, encodeError(req)
+					}
+					text, _ := joinText(b.Content)
+					msgs = append(msgs, tokenizer.Message{Role: "tool", Content: text})
+				case "image":
+					images = true
+				}
+			}
+			// A message with images is sent as parts, its text parts
+			// read back joined as joinText joins them.
+			if text, ok := joinText(m.Content); ok || images {
+				msgs = append(msgs, tokenizer.Message{Role: "user", Content: text})
+			}
+		case surface.RoleAssistant:
+			text, hasText := joinText(m.Content)
+			var calls []tokenizer.ToolCall
+			withReasoning := false
+			for j := range m.Content {
+				b := &m.Content[j]
+				switch b.Type {
+				case surface.BlockReasoning:
+					withReasoning = true
+				case surface.BlockToolCall:
+					if b.ID == "" || b.Name == "" {
+						return requestText{}, encodeError(req)
+					}
+					calls = append(calls, tokenizer.ToolCall{Type: "function", Name: b.Name, Arguments: b.Arguments})
+				}
+			}
+			keep := reasoning != nil && reasoning[i]
+			switch {
+			case !hasText && len(calls) == 0 && !(keep && withReasoning):
+				// Nothing to send: the encoder leaves it out.
+			case len(calls) == 0:
+				msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: text})
+			default:
+				// See wirePrompt: the text beside tool calls is a message
+				// of its own before them.
+				if text != "" {
+					msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: text})
+				}
+				msgs = append(msgs, tokenizer.Message{Role: "assistant", ToolCalls: calls})
+			}
+		default:
+			return requestText{}, encodeError(req)
+		}
+	}
+	r.msgs = msgs
+	if len(msgs) == 0 || req.Config.Model == "" {
+		return requestText{}, encodeError(req)
+	}
+	// The generation prompt follows the conversation unless it ends with
+	// tool results: render once, and base is text without it.
+	gen := generationPrompt
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "system" {
+			if msgs[i].Role == "tool" {
+				gen = ""
+			}
+			break
+		}
+	}
+	text := r.toolsText + tokenizer.RenderChat(msgs, false) + gen
+	return requestText{system: strings.Join(system, "\x00"), tools: r.toolsText,
+		text: text, base: text[:len(text)-len(gen)], ok: true}, nil
+}
+
+// generationPrompt is what the template appends for the model's turn.
+var generationPrompt = strings.TrimPrefix(tokenizer.RenderChat(nil, true), tokenizer.RenderChat(nil, false))
+
+// encodeError is the encoder's refusal of a request render cannot render.
+func encodeError(req *llm.Request) error {
+	_, err := llm.EncodeRequest(req)
+	if err == nil {
+		err = errors.New("eval: the request renders to no text, although it encodes")
+	}
+	return err
+}
+
+// joinText is a block list's text as the encoder sends it: its text
+// blocks joined by a blank line; ok is false when there is none.
+func joinText(content []surface.Block) (string, bool) {
+	n, first := 0, -1
+	for i := range content {
+		if content[i].Type == surface.BlockText {
+			if first < 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return "", false
+	case 1:
+		return content[first].Text, true
+	}
+	parts := make([]string, 0, n)
+	for i := range content {
+		if content[i].Type == surface.BlockText {
+			parts = append(parts, content[i].Text)
+		}
+	}
+	return strings.Join(parts, "\n\n"), true
 }
 
 // wireText is a message content's text: a string, or the text parts of an

@@ -69,11 +69,7 @@ func EncodeRequest(req *Request) ([]byte, error) {
 	w.raw(`{"model":`)
 	w.str(req.Config.Model)
 	w.raw(`,"messages":[`)
-	msgs := req.history(v)
-	var spans []bool
-	if req.Config.Provider == ProviderDeepSeek {
-		spans = toolSpans(msgs)
-	}
+	msgs, spans := sentMessages(req, v)
 	n := 0
 	for i, m := range msgs {
 		if m == nil {
@@ -118,6 +114,40 @@ func EncodeRequest(req *Request) ([]byte, error) {
 		return nil, fmt.Errorf("llm: encode: %w", w.err)
 	}
 	return w.b, nil
+}
+
+// WireMessages returns the messages EncodeRequest writes for req, in
+// order, after the pairing rule (paired), and for each whether an
+// assistant message among them carries reasoning_content (the reasoning
+// replay; nil for a provider other than DeepSeek). A reader of what the
+// body says (host/eval's token counting) renders from these without
+// encoding the body.
+// It follows the request's encoder version, as EncodeRequest does; a
+// version it does not know gives the current version's messages (the
+// encoder refuses that request).
+func WireMessages(req *Request) (msgs []*surface.Message, reasoning []bool) {
+	v, err := req.encoder()
+	if err != nil {
+		v = EncoderVersion
+	}
+	return sentMessages(req, v)
+}
+
+func sentMessages(req *Request, v int) (msgs []*surface.Message, reasoning []bool) {
+	msgs = req.history(v)
+	if req.Config.Provider == ProviderDeepSeek {
+		reasoning = toolSpans(msgs)
+	}
+	return msgs, reasoning
+}
+
+// WireTool returns the tool schema t as EncodeRequest sends it in tools.
+func WireTool(t jsontext.Value) ([]byte, error) {
+	w := &writer{}
+	if err := w.tool(t); err != nil {
+		return nil, err
+	}
+	return w.b, w.err
 }
 
 func estimateSize(req *Request) int {
