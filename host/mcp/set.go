@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/weirhost/weir/host"
@@ -13,14 +14,19 @@ type Set struct {
 	servers []*Server
 
 	mu   sync.Mutex
-	subs map[int]func()
+	subs []sub // in the order of registration
 	next int
+}
+
+type sub struct {
+	id int
+	f  func()
 }
 
 // NewSet makes a set of servers from their configurations, in order;
 // nothing is started.
 func NewSet(cfgs []Config, opts Options) *Set {
-	ss := &Set{subs: map[int]func(){}}
+	ss := &Set{}
 	for _, c := range cfgs {
 		ss.Add(New(c, opts))
 	}
@@ -61,31 +67,29 @@ func (ss *Set) Tools(ctx context.Context) ([]host.Tool, error) {
 }
 
 // OnChange registers f to be called when a server's tool list changed
-// (after it was listed again) or a server was disabled; f runs on a
-// goroutine of its own and should call Tools. The returned function
+// (after it was listed again) or a server was disabled; the functions
+// registered run one after the other, in the order of registration, on a
+// goroutine of their own, and should call Tools. The returned function
 // unregisters f.
 func (ss *Set) OnChange(f func()) (cancel func()) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	id := ss.next
 	ss.next++
-	ss.subs[id] = f
+	ss.subs = append(ss.subs, sub{id, f})
 	return func() {
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
-		delete(ss.subs, id)
+		ss.subs = slices.DeleteFunc(ss.subs, func(s sub) bool { return s.id == id })
 	}
 }
 
 func (ss *Set) notify() {
 	ss.mu.Lock()
-	subs := make([]func(), 0, len(ss.subs))
-	for _, f := range ss.subs {
-		subs = append(subs, f)
-	}
+	subs := slices.Clone(ss.subs)
 	ss.mu.Unlock()
-	for _, f := range subs {
-		f()
+	for _, s := range subs {
+		s.f()
 	}
 }
 
