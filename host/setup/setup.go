@@ -136,14 +136,21 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	if err := h.load(ctx); err != nil {
 		return nil, err
 	}
-	h.mcp = mcpSet(cfg, h.opts, h.log)
+	mo := h.opts
+	mo.Logger = h.log
+	h.mcp = MCPSet(cfg, &mo)
 	return h, nil
 }
 
-// mcpSet makes the set of the configured MCP servers, in name order, and
-// the embedder's sessions.
-func mcpSet(cfg *config.Config, opts Options, log hclog.Logger) *mcp.Set {
-	mo := mcp.Options{Getenv: opts.Getenv, Logger: log}
+// MCPSet makes the set of the MCP servers cfg configures (mcp.servers),
+// in name order, then opts.MCPSessions; nothing is started. opts.Getenv
+// expands their ${NAME} references and opts.Logger receives their stderr
+// and failures.
+func MCPSet(cfg *config.Config, opts *Options) *mcp.Set {
+	if opts == nil {
+		opts = &Options{}
+	}
+	mo := mcp.Options{Getenv: opts.Getenv, Logger: opts.Logger}
 	set := mcp.NewSet(nil, mo)
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCP.Servers)) {
 		s := cfg.MCP.Servers[name]
@@ -159,34 +166,42 @@ func mcpSet(cfg *config.Config, opts Options, log hclog.Logger) *mcp.Set {
 // MCP is the Host's set of MCP servers.
 func (h *Host) MCP() *mcp.Set { return h.mcp }
 
-// Policy is the configured permission policy (tools.policy).
-func (h *Host) Policy() policy.Policy {
+// ToolPolicy is the permission policy cfg configures (tools.policy).
+func ToolPolicy(cfg *config.Config) policy.Policy {
 	p := policy.Policy{}
-	for k, r := range h.cfg.Tools.Policy {
+	for k, r := range cfg.Tools.Policy {
 		p[k] = policy.Rule(r)
 	}
 	return p
 }
 
-// Tools are the tools an agent given base would offer: base, then the
-// MCP servers' tools (starting the servers not started yet) whose names
-// base does not take. A server that fails to start offers none; the
-// error says why, and the tools returned are still good to offer.
+// Tools are the tools an agent given base would offer (OfferedTools).
 func (h *Host) Tools(ctx context.Context, base []host.Tool) ([]host.Tool, error) {
+	return OfferedTools(ctx, h.mcp, base, h.log)
+}
+
+// OfferedTools are base, then the tools of set's servers (starting the
+// servers not started yet) whose names base does not take. A server that
+// fails to start offers none; the error says why, and the tools returned
+// are still good to offer.
+func OfferedTools(ctx context.Context, set *mcp.Set, base []host.Tool, log hclog.Logger) ([]host.Tool, error) {
 	tools := slices.Clone(base)
-	if len(h.mcp.Servers()) == 0 {
+	if len(set.Servers()) == 0 {
 		return tools, nil
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
 	}
 	ctx, cancel := context.WithTimeout(ctx, mcpListTimeout)
 	defer cancel()
-	mt, err := h.mcp.Tools(ctx)
+	mt, err := set.Tools(ctx)
 	taken := map[string]bool{}
 	for _, t := range base {
 		taken[t.Name()] = true
 	}
 	for _, t := range mt {
 		if taken[t.Name()] {
-			h.log.Warn("an MCP tool is not offered: its name is taken", "tool", t.Name())
+			log.Warn("an MCP tool is not offered: its name is taken", "tool", t.Name())
 			continue
 		}
 		tools = append(tools, t)
@@ -465,7 +480,7 @@ func (h *Host) Agent(s *host.Session, c host.Config) (*Agent, error) {
 	if log == nil {
 		log = h.log
 	}
-	c.ToolInterceptors = append([]host.ToolInterceptor{policy.Interceptor(h.Policy(), lookup, h.opts.Ask, log)}, c.ToolInterceptors...)
+	c.ToolInterceptors = append([]host.ToolInterceptor{policy.Interceptor(ToolPolicy(h.cfg), lookup, h.opts.Ask, log)}, c.ToolInterceptors...)
 	a, err := host.NewAgent(s, h.agentConfig(p, c))
 	if err != nil {
 		p.Close()
