@@ -323,3 +323,17 @@ func TestNameProblem(t *testing.T) {
 		assert.Equal(t, ok, mcp.NameProblem(name) == "", name)
 	}
 }
+
+func TestMalformedResult(t *testing.T) {
+	cfg := mcp.Config{Name: "bad", Command: os.Args[0], Env: map[string]string{serverEnv: "malformed"}, Failures: 2}
+	s := open(t, cfg, mcp.Options{})
+	tools, err := s.Tools(context.Background())
+	require.NoError(t, err)
+	broken := toolNamed(t, tools, "bad__broken")
+	_, err = run(t, broken, `{}`)
+	require.ErrorContains(t, err, `mcp server "bad": tool "broken" failed`)
+	require.NoError(t, s.Disabled(), "one failure is below the breaker's count")
+	_, err = run(t, broken, `{}`)
+	require.Error(t, err, "the server was started again and fails the same way")
+	require.ErrorContains(t, s.Disabled(), "disabled after 2 consecutive failures")
+}

@@ -1,7 +1,9 @@
 package mcp_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -15,6 +17,10 @@ import (
 const serverEnv = "WEIR_MCP_TEST_SERVER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(serverEnv) == "malformed" {
+		malformedServer()
+		os.Exit(0)
+	}
 	if os.Getenv(serverEnv) != "" {
 		if err := testServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "server:", err)
@@ -85,4 +91,32 @@ func testServer() *sdk.Server {
 		return text("grown"), nil
 	})
 	return s
+}
+
+// malformedServer speaks just enough JSON-RPC by hand to initialize and
+// list one tool, then answers every call with a result whose content is
+// not a list: what no SDK server would send.
+func malformedServer() {
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(sc.Bytes(), &req) != nil || len(req.ID) == 0 {
+			continue // a notification
+		}
+		var result string
+		switch req.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"bad","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"broken","inputSchema":{"type":"object"}}]}`
+		case "tools/call":
+			result = `{"content":"not a list","isError":"maybe"}`
+		default:
+			result = `{}`
+		}
+		fmt.Printf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n", req.ID, result)
+	}
 }
