@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/hashicorp/go-hclog"
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/surface"
@@ -112,7 +113,8 @@ type AskFunc func(ctx context.Context, call host.ToolCall, d Decision) (bool, er
 
 // Interceptor enforces p on every call (host.Config.ToolInterceptors; put
 // it first, outermost). lookup finds the offered tool of a call's name;
-// ask answers the Ask rule, and nil denies those calls (no one to ask).
+// ask answers the Ask rule, and nil denies those calls (no one to ask). A
+// name lookup does not know is decided as a tool that may write.
 // log records each refusal.
 func Interceptor(p Policy, lookup func(name string) (host.Tool, bool), ask AskFunc, log hclog.Logger) host.ToolInterceptor {
 	if log == nil {
@@ -121,7 +123,9 @@ func Interceptor(p Policy, lookup func(name string) (host.Tool, bool), ask AskFu
 	return func(ctx context.Context, call host.ToolCall, next host.ToolRun) ([]surface.Block, error) {
 		t, ok := lookup(call.Name)
 		if !ok {
-			return next(ctx, call)
+			// A tool the lookup does not know (the list changed under the
+			// call) is decided as one that may write: never let through.
+			t = unknown(call.Name)
 		}
 		d := p.Decide(t)
 		refuse := func(reason string) ([]surface.Block, error) {
@@ -148,3 +152,12 @@ func Interceptor(p Policy, lookup func(name string) (host.Tool, bool), ask AskFu
 		return next(ctx, call)
 	}
 }
+
+// unknown is a tool known by its name only; it says it may do more than
+// read.
+type unknown string
+
+func (u unknown) Name() string                                         { return string(u) }
+func (u unknown) Schema() jsontext.Value                               { return nil }
+func (u unknown) IsReadOnly() bool                                     { return false }
+func (u unknown) Run(context.Context, string) ([]surface.Block, error) { return nil, nil }

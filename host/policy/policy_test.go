@@ -74,6 +74,7 @@ func TestInterceptor(t *testing.T) {
 		{"ask answered no", "w", no, "", "the call of w was refused by the user (the default for a tool that may write or run: ask)"},
 		{"ask failed", "w", broken, "", "the call of w needs confirmation (the default for a tool that may write or run: ask), which failed: the terminal closed"},
 		{"no one to ask", "w", nil, "", "the call of w needs confirmation (the default for a tool that may write or run: ask) and no one can answer here (not a terminal); set tools.policy.w: allow to allow it"},
+		{"unknown to the lookup", "gone", nil, "", "the call of gone needs confirmation (the default for a tool that may write or run: ask) and no one can answer here (not a terminal); set tools.policy.gone: allow to allow it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log bytes.Buffer

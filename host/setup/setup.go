@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -456,12 +457,15 @@ func (h *Host) Agent(s *host.Session, c host.Config) (*Agent, error) {
 		return nil, err
 	}
 	base := c.Tools
-	var offered sync.Map // name → host.Tool, what the agent offers now
-	setOffered := func(tools []host.Tool) {
-		offered.Clear()
-		for _, t := range tools {
-			offered.Store(t.Name(), t)
+	var offered atomic.Pointer[map[string]host.Tool] // what the agent offers now, by name
+	setOffered := func(tools ...[]host.Tool) {
+		m := map[string]host.Tool{}
+		for _, ts := range tools {
+			for _, t := range ts {
+				m[t.Name()] = t
+			}
 		}
+		offered.Store(&m)
 	}
 	tools, err := h.Tools(context.Background(), base)
 	if err != nil {
@@ -470,11 +474,8 @@ func (h *Host) Agent(s *host.Session, c host.Config) (*Agent, error) {
 	setOffered(tools)
 	c.Tools = tools
 	lookup := func(name string) (host.Tool, bool) {
-		t, ok := offered.Load(name)
-		if !ok {
-			return nil, false
-		}
-		return t.(host.Tool), true
+		t, ok := (*offered.Load())[name]
+		return t, ok
 	}
 	log := c.Logger
 	if log == nil {
@@ -496,6 +497,8 @@ func (h *Host) Agent(s *host.Session, c host.Config) (*Agent, error) {
 		if err != nil {
 			h.log.Warn("MCP servers offer no tools", "error", err)
 		}
+		old := slices.Collect(maps.Values(*offered.Load()))
+		setOffered(old, tools) // known to the policy before they are offered
 		if err := a.SetTools(tools...); err != nil {
 			h.log.Error("the changed MCP tools cannot be offered", "error", err)
 			return
