@@ -51,7 +51,7 @@ func logger(buf *syncBuf) hclog.Logger {
 }
 
 // stdioConfig configures the test binary as a stdio server named "t".
-func stdioConfig(t *testing.T) mcp.Config {
+func stdioConfig(testing.TB) mcp.Config {
 	return mcp.Config{Name: "t", Command: os.Args[0], Env: map[string]string{serverEnv: "1"}}
 }
 
@@ -63,7 +63,7 @@ func open(t *testing.T, cfg mcp.Config, opts mcp.Options) *mcp.Server {
 	return s
 }
 
-func toolNamed(t *testing.T, tools []host.Tool, name string) host.Tool {
+func toolNamed(t testing.TB, tools []host.Tool, name string) host.Tool {
 	t.Helper()
 	for _, tl := range tools {
 		if tl.Name() == name {
@@ -92,7 +92,7 @@ func run(t *testing.T, tl host.Tool, args string) (string, error) {
 
 // httpServer serves testServer over streamable HTTP on loopback, for
 // requests that carry the bearer token.
-func httpServer(t *testing.T, token string) string {
+func httpServer(t testing.TB, token string) string {
 	t.Helper()
 	srv := testServer()
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
@@ -112,10 +112,10 @@ func TestListAndCall(t *testing.T) {
 	getenv := func(k string) string { return map[string]string{"TEST_TOKEN": secret}[k] }
 	for _, tc := range []struct {
 		name string
-		cfg  func(t *testing.T) mcp.Config
+		cfg  func(testing.TB) mcp.Config
 	}{
 		{"stdio", stdioConfig},
-		{"http", func(t *testing.T) mcp.Config {
+		{"http", func(t testing.TB) mcp.Config {
 			return mcp.Config{Name: "t", URL: httpServer(t, secret), Headers: map[string]string{"Authorization": "Bearer ${TEST_TOKEN}"}}
 		}},
 	} {
@@ -183,10 +183,10 @@ func TestEnv(t *testing.T) {
 func TestListChanged(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  func(t *testing.T) mcp.Config
+		cfg  func(testing.TB) mcp.Config
 	}{
 		{"stdio", stdioConfig},
-		{"http", func(t *testing.T) mcp.Config {
+		{"http", func(t testing.TB) mcp.Config {
 			return mcp.Config{Name: "t", URL: httpServer(t, "x"), Headers: map[string]string{"Authorization": "Bearer x"}}
 		}},
 	} {
