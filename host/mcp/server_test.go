@@ -49,7 +49,7 @@ func msgOf(req *sdk.CallToolRequest) string {
 
 // testServer is a real MCP server with a tool per behaviour under test.
 func testServer() *sdk.Server {
-	s := sdk.NewServer(&sdk.Implementation{Name: "weir-test", Version: "1"}, &sdk.ServerOptions{HasTools: true})
+	s := sdk.NewServer(&sdk.Implementation{Name: "weir-test", Version: "1"}, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
 	add := func(name string, readOnly bool, h sdk.ToolHandler) {
 		s.AddTool(&sdk.Tool{Name: name, Description: "the " + name + " tool",
 			InputSchema: rawSchema(`{"type":"object","properties":{"msg":{"type":"string"}}}`),

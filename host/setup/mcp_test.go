@@ -28,7 +28,7 @@ import (
 // requests that carry the bearer token.
 func mcpServer(t *testing.T, token string) string {
 	t.Helper()
-	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, &sdk.ServerOptions{HasTools: true})
+	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
 	schema := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
 	text := func(s string) *sdk.CallToolResult {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
