@@ -42,8 +42,8 @@
 //   - A server that crashes, closes the connection, times out or sends
 //     what does not decode fails the call with an error result the model
 //     sees; the connection is closed (a stdio server's process is ended)
-//     and the next call starts it again. After failures consecutive such
-//     failures (mcp.servers.NAME.failures) the breaker opens: the server
+//     and the next call starts it again. After Config.Failures consecutive
+//     such failures (mcp.servers.NAME.failures) the breaker opens: the server
 //     is disabled for the rest of the process and its tools are no longer
 //     offered.
 //   - A stdio server's stderr goes to the host log (one line per entry,
