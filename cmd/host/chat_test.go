@@ -61,7 +61,7 @@ func TestChatTakesBackACancelledLine(t *testing.T) {
 	sig := make(chan os.Signal, 1)
 	e := &env{stdin: stdin, stdout: io.Discard, stderr: &stderr}
 	done := make(chan error, 1)
-	go func() { done <- chatLoop(e, a, newPrinter(io.Discard), "chat-test", sig) }()
+	go func() { done <- chatLoop(e, a, newPrinter(io.Discard), "chat-test", &lineReader{r: stdin}, sig) }()
 
 	_, err = io.WriteString(lines, "cancel me\n")
 	require.NoError(t, err)

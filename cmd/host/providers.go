@@ -42,8 +42,8 @@ func newHost(ctx context.Context, e *env, cfg *config.Config, route *setup.Route
 
 // newHostWith is newHost; meterState false keeps the meter's state blobs
 // out of the cache folder (a command that must write nothing but its
-// output).
-func newHostWith(ctx context.Context, e *env, cfg *config.Config, route *setup.Route, log hclog.Logger, pluginConfig map[string][]byte, meterState bool) (*setup.Host, error) {
+// output); more sets further options (run's Ask).
+func newHostWith(ctx context.Context, e *env, cfg *config.Config, route *setup.Route, log hclog.Logger, pluginConfig map[string][]byte, meterState bool, more ...func(*setup.Options)) (*setup.Host, error) {
 	dir := cacheDir()
 	trusted := dir != "" && plugin.CheckCacheDir(dir) == nil
 	// The notice goes out when the first load finds its module not yet
@@ -59,12 +59,17 @@ func newHostWith(ctx context.Context, e *env, cfg *config.Config, route *setup.R
 		})
 	}
 	opts := &setup.Options{Route: route, CacheDir: dir, OnCompile: announce, InterpreterFirst: true,
-		Logger: log, PluginConfig: pluginConfig, Workdir: workdir()}
+		Logger: log, PluginConfig: pluginConfig, Workdir: workdir(), Getenv: os.Getenv}
 	if trusted && meterState {
 		// (An untrusted folder the runtime ignores, and says why.)
 		// The meter's state blobs beside the compiled code: a resumed
 		// session starts its meter from its blob instead of its log.
 		opts.MeterState = &provider.DirStateCache{Dir: filepath.Join(dir, "meter-state")}
+	}
+	for _, f := range more {
+		if f != nil {
+			f(opts)
+		}
 	}
 	return setup.New(ctx, cfg, opts)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -234,7 +233,14 @@ func runCmd(e *env, args []string) error {
 		ctx, interrupted, stop = interrupts(e)
 		defer stop()
 	}
-	h, err := newHost(ctx, e, cfg, route, log, nil)
+	// A tool call the permission policy asks about is confirmed on the
+	// terminal; with no terminal there is no one to ask, and it is denied.
+	in := &lineReader{r: e.stdin}
+	var ask func(*setup.Options)
+	if isTerminal(e.stdin) {
+		ask = func(o *setup.Options) { o.Ask = terminalAsk(e, in, out.finish) }
+	}
+	h, err := newHostWith(ctx, e, cfg, route, log, nil, true, ask)
 	if err != nil {
 		if interrupted() {
 			return &exitStatus{code: 130, msg: "interrupted while loading the plugins; session " + path}
@@ -257,7 +263,7 @@ func runCmd(e *env, args []string) error {
 	}
 	out.watch(s.Log(), a.Providers.Compactors)
 	if interactive {
-		return chat(e, a.Agent, out, path)
+		return chat(e, a.Agent, out, path, in)
 	}
 	res, err := a.Run(ctx, a.UserMessage(prompt))
 	out.finish()
@@ -293,11 +299,11 @@ func isTerminal(r io.Reader) bool {
 // chat is the interactive prompt loop: one turn per line. Ctrl-C cancels the
 // running step (the log records the cancellation); Ctrl-C at the prompt, an
 // end of input or "/exit" leaves.
-func chat(e *env, a *host.Agent, out *printer, path string) error {
+func chat(e *env, a *host.Agent, out *printer, path string, in *lineReader) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
 	defer signal.Stop(sig)
-	return chatLoop(e, a, out, path, sig)
+	return chatLoop(e, a, out, path, in, sig)
 }
 
 // chatLoop is chat with its Ctrl-C signals read from sig.
@@ -307,16 +313,8 @@ func chat(e *env, a *host.Agent, out *printer, path string) error {
 // handler's reject) is taken back, and the prompt says so: it is not kept
 // to go out with the next line, which the user may write knowing it was
 // not sent.
-func chatLoop(e *env, a *host.Agent, out *printer, path string, sig <-chan os.Signal) error {
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(e.stdin)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+func chatLoop(e *env, a *host.Agent, out *printer, path string, in *lineReader, sig <-chan os.Signal) error {
+	lines := in.lines()
 	fmt.Fprintf(e.stderr, "session %s · Ctrl-C cancels a step, Ctrl-C at the prompt or /exit leaves\n", path)
 	for {
 		fmt.Fprint(e.stderr, "> ")

@@ -54,16 +54,22 @@ func Tools(root string, now func() time.Time) []host.Tool {
 		now = time.Now
 	}
 	return []host.Tool{
-		&host.FuncTool{ToolName: "list_files", Description: "List the entries of a directory under the working directory.",
+		readOnly{&host.FuncTool{ToolName: "list_files", Description: "List the entries of a directory under the working directory.",
 			Parameters: jsontext.Value(`{"type":"object","properties":{"path":{"type":"string","description":"directory, relative to the working directory; default ."}}}`),
-			Fn:         func(ctx context.Context, args string) (string, error) { return listFiles(ctx, root, args) }},
-		&host.FuncTool{ToolName: "read_file", Description: "Read a text file under the working directory (at most 64 KiB).",
+			Fn:         func(ctx context.Context, args string) (string, error) { return listFiles(ctx, root, args) }}},
+		readOnly{&host.FuncTool{ToolName: "read_file", Description: "Read a text file under the working directory (at most 64 KiB).",
 			Parameters: jsontext.Value(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
-			Fn:         func(ctx context.Context, args string) (string, error) { return readFile(ctx, root, args) }},
-		&host.FuncTool{ToolName: "current_time", Description: "The current date and time (UTC).",
-			Fn: func(context.Context, string) (string, error) { return now().UTC().Format(time.RFC3339), nil }},
+			Fn:         func(ctx context.Context, args string) (string, error) { return readFile(ctx, root, args) }}},
+		readOnly{&host.FuncTool{ToolName: "current_time", Description: "The current date and time (UTC).",
+			Fn: func(context.Context, string) (string, error) { return now().UTC().Format(time.RFC3339), nil }}},
 	}
 }
+
+// readOnly marks a tool that only reads: the permission policy allows it
+// by default (host/policy).
+type readOnly struct{ host.Tool }
+
+func (readOnly) IsReadOnly() bool { return true }
 
 type pathArgs struct {
 	Path string `json:"path"`

@@ -31,6 +31,15 @@ func (l *loader) build() (*Config, error) {
 			}
 		}
 	}
+	if m, ok := raw["mcp"].(map[string]any); ok {
+		if servers, ok := m["servers"].(map[string]any); ok {
+			for _, e := range servers {
+				if sm, ok := e.(map[string]any); ok {
+					fill(sm, mcpTemplate())
+				}
+			}
+		}
+	}
 	prompt, _ := raw["prompt"].(map[string]any)
 	fillSections(prompt)
 	if per, ok := prompt["perModel"].(map[string]any); ok {
@@ -134,6 +143,13 @@ func (l *loader) strip(n *node, m map[string]any, id path) {
 			s, _ := v.([]any)
 			for i, e := range s {
 				eid := kid.with(index(i))
+				if c.elem.leaf() { // a list of scalars (args)
+					if _, bad := e.(invalid); bad {
+						l.bad[eid.String()] = true
+						s[i] = ""
+					}
+					continue
+				}
 				if em, ok := e.(map[string]any); ok {
 					l.strip(c.elem, em, eid)
 				} else {

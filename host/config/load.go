@@ -247,7 +247,7 @@ func (l *loader) check(n *node, v any, p path, lay *layer) (any, bool) {
 						Reason: "unknown key" + suggestion(k, n.names()) + "; the keys here are " + strings.Join(n.names(), ", ")})
 					continue
 				}
-			} else if !nameRE.MatchString(k) {
+			} else if !nameRE.MatchString(k) && !(p.String() == "tools.policy" && policyPattern(k)) {
 				l.add(&Problem{Key: p.with(k).String(), Source: lay.src,
 					Reason: "is not a valid name: use letters, digits, '-' and '_' (no dots or spaces)"})
 				continue

@@ -24,6 +24,9 @@ type Config struct {
 	Sandbox Sandbox `koanf:"sandbox"`
 	// Tools bounds the tool calls the model makes.
 	Tools Tools `koanf:"tools"`
+	// MCP configures the Model Context Protocol servers whose tools are
+	// offered beside the built-in ones.
+	MCP MCP `koanf:"mcp"`
 	// Retry configures the retries of model requests.
 	Retry Retry `koanf:"retry"`
 	// Eval configures host eval's report.
@@ -237,6 +240,42 @@ type Tools struct {
 	Timeout time.Duration `koanf:"timeout"`
 	// Timeouts overrides Timeout for the named tools.
 	Timeouts map[string]time.Duration `koanf:"timeouts"`
+	// Policy is the permission policy: "allow", "deny" or "ask" by tool
+	// name, or by a pattern PREFIX* ("github__*", "*"); tools it does not
+	// name get the defaults of host/policy (read-only tools allowed, MCP
+	// tools that may write asked).
+	Policy map[string]string `koanf:"policy"`
+}
+
+// MCP configures the MCP servers.
+type MCP struct {
+	// Servers are the servers by name; a server's tools are offered as
+	// NAME__TOOL.
+	Servers map[string]*MCPServer `koanf:"servers"`
+}
+
+// MCPServer is one MCP server: a command speaking stdio, or a URL speaking
+// streamable HTTP.
+type MCPServer struct {
+	// Command and Args start a stdio server.
+	Command string   `koanf:"command"`
+	Args    []string `koanf:"args"`
+	// Env is added to a stdio server's environment; a value may refer to
+	// the host's variables as ${NAME}, and a secret must.
+	Env map[string]string `koanf:"env"`
+	// URL is a streamable HTTP server's endpoint.
+	URL string `koanf:"url"`
+	// Headers are sent with every HTTP request; a value may refer to
+	// environment variables as ${NAME}, and a secret (Authorization, a
+	// token or key) must.
+	Headers map[string]string `koanf:"headers"`
+	// Timeout bounds one call of the server's tools (> 0).
+	Timeout time.Duration `koanf:"timeout"`
+	// MaxResultKiB caps the text of one result, in KiB (1..65536).
+	MaxResultKiB int64 `koanf:"maxResultKiB"`
+	// Failures is how many consecutive failures (a crash, a timeout, a
+	// broken message) disable the server (the breaker, ≥ 1).
+	Failures int64 `koanf:"failures"`
 }
 
 // Sessions configures session storage.
@@ -325,7 +364,8 @@ func Default() *Config {
 			Compaction:     CompactionBudget{MaxSummarizeCalls: 8, MaxSummarizeTokens: 200_000, WallClock: 180 * time.Second},
 			Breaker:        Breaker{Failures: 3, WindowSteps: 10},
 		},
-		Tools:    Tools{Timeout: 60 * time.Second, Timeouts: map[string]time.Duration{}},
+		Tools:    Tools{Timeout: 60 * time.Second, Timeouts: map[string]time.Duration{}, Policy: map[string]string{}},
+		MCP:      MCP{Servers: map[string]*MCPServer{}},
 		Retry:    Retry{MaxWait: 30 * time.Second},
 		Sessions: Sessions{Dir: ".weir/sessions", Store: "file"},
 		Log:      Log{Level: "warn", Format: "text"},
@@ -345,6 +385,12 @@ func routeTemplate(provider string) map[string]any {
 	return map[string]any{"provider": "", "model": "", "api": "openai", "baseURL": "", "apiKeyEnv": "",
 		"contextWindow": int64(0), "maxTokens": int64(0), "reasoningEffort": "", "outputCap": int64(0), "tokenizer": tok, "systemPromptUpdate": "replace",
 		"timeout": DefaultRouteTimeout, "idleTimeout": DefaultRouteIdleTimeout, "maxResponseMiB": int64(DefaultMaxResponseMiB)}
+}
+
+// mcpTemplate gives the fields of an MCP server the sources leave unset.
+func mcpTemplate() map[string]any {
+	return map[string]any{"command": "", "args": []any{}, "env": map[string]any{}, "url": "", "headers": map[string]any{},
+		"timeout": 60 * time.Second, "maxResultKiB": int64(256), "failures": int64(3)}
 }
 
 // pluginTemplate gives the fields of a plugin the sources leave unset.

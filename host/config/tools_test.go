@@ -41,7 +41,7 @@ func TestToolTimeouts(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, config.Tools{Timeout: c.timeout, Timeouts: c.timeouts}, cfg.Tools)
+			require.Equal(t, config.Tools{Timeout: c.timeout, Timeouts: c.timeouts, Policy: map[string]string{}}, cfg.Tools)
 		})
 	}
 }

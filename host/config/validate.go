@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/host/mcp"
+	"github.com/weirhost/weir/host/policy"
 	"github.com/weirhost/weir/plugins/compaction-basic/compact"
 )
 
@@ -67,6 +69,7 @@ func (l *loader) validate(c *Config) {
 	l.plugins(c.Plugins)
 	l.sandbox(&c.Sandbox)
 	l.tools(&c.Tools)
+	l.mcp(&c.MCP)
 	for _, p := range []struct {
 		key string
 		v   float64
@@ -374,6 +377,66 @@ func (l *loader) tools(t *Tools) {
 	for _, name := range sortedKeys(t.Timeouts) {
 		if d := t.Timeouts[name]; d <= 0 {
 			l.fail(id.with("timeouts", name), "must be a positive duration, got %s; e.g. \"10s\"", d)
+		}
+	}
+	for _, name := range sortedKeys(t.Policy) {
+		if r := t.Policy[name]; !slices.Contains(policy.Rules, r) {
+			l.fail(id.with("policy", name), "%q is not a rule%s; use %s", r, suggestion(r, policy.Rules), oneOf(policy.Rules))
+		}
+	}
+}
+
+// policyPattern reports whether a tools.policy key is a pattern: a tool
+// name's prefix followed by "*", or "*" alone.
+func policyPattern(k string) bool {
+	pre, ok := strings.CutSuffix(k, "*")
+	return ok && (pre == "" || nameRE.MatchString(pre))
+}
+
+// secretRE matches a header or variable name that carries a secret.
+var secretRE = regexp.MustCompile(`(?i)auth|token|key|secret|password|cookie|credential`)
+
+func (l *loader) mcp(m *MCP) {
+	for _, name := range sortedKeys(m.Servers) {
+		id := path{"mcp", "servers", name}
+		s := m.Servers[name]
+		if why := mcp.NameProblem(name); why != "" {
+			l.fail(id, "%s", why)
+		}
+		switch {
+		case s.Command == "" && s.URL == "":
+			l.fail(id, "configures no server: give command (a stdio server) or url (a streamable HTTP server)")
+		case s.Command != "" && s.URL != "":
+			l.fail(id.with("url"), "is set beside command: a server is either a stdio command or an HTTP url, not both")
+		case s.URL != "":
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+				l.fail(id.with("url"), "is not an http(s) URL without credentials (it is not repeated here); e.g. https://mcp.example/mcp")
+			}
+			if len(s.Env) > 0 {
+				l.fail(id.with("env"), "is for a stdio server (command); an HTTP server takes headers")
+			}
+		case len(s.Headers) > 0:
+			l.fail(id.with("headers"), "are for an HTTP server (url); a stdio server takes env")
+		}
+		for _, kv := range []struct {
+			key string
+			m   map[string]string
+		}{{"headers", s.Headers}, {"env", s.Env}} {
+			for _, k := range sortedKeys(kv.m) {
+				if secretRE.MatchString(k) && len(mcp.Refs(kv.m[k])) == 0 {
+					l.fail(id.with(kv.key, k), "looks like a secret and does not come from the environment (the value is not repeated here): "+
+						"a secret never goes in the configuration; write it as ${NAME} and set the environment variable NAME")
+				}
+			}
+		}
+		if s.Timeout <= 0 {
+			l.fail(id.with("timeout"), "must be a positive duration, got %s; e.g. \"60s\"", s.Timeout)
+		}
+		if s.MaxResultKiB < 1 || s.MaxResultKiB > 65536 {
+			l.fail(id.with("maxResultKiB"), "must be 1..65536 KiB, got %d", s.MaxResultKiB)
+		}
+		if s.Failures < 1 {
+			l.fail(id.with("failures"), "must be at least 1 (the consecutive failures that disable the server), got %d", s.Failures)
 		}
 	}
 }

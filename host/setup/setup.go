@@ -4,18 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/hashicorp/go-hclog"
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/mcp"
 	"github.com/weirhost/weir/host/plugin"
+	"github.com/weirhost/weir/host/policy"
 	"github.com/weirhost/weir/host/provider"
 	"github.com/weirhost/weir/plugins"
 	meternative "github.com/weirhost/weir/plugins/token-meter/native"
@@ -66,6 +72,18 @@ type Options struct {
 	// Now is the clock of the host data's date (config.DataDate); nil is
 	// time.Now.
 	Now func() time.Time
+
+	// MCPSessions are MCP client sessions the embedder connected itself,
+	// by server name: their tools are offered beside the configured
+	// servers' (mcp.servers), as NAME__TOOL, with the default bounds. The
+	// Host never closes them. A session's client should call the
+	// server's ListChanged (MCP().Servers()) from its
+	// ToolListChangedHandler.
+	MCPSessions map[string]*sdkmcp.ClientSession
+	// Ask answers the permission policy's ask rule (tools.policy; see
+	// host/policy) for every agent: weir run asks on the terminal. nil
+	// denies the calls that need asking, with a reason that says so.
+	Ask policy.AskFunc
 }
 
 // ErrClosed is the error of a Host used after Close.
@@ -85,6 +103,7 @@ type Host struct {
 	prompt     *provider.Plugin       // the system-prompt plugin, nil when none
 	meter      *provider.Plugin       // the token-meter plugin, nil when none
 	compactors []*provider.Compaction // shared by every session, in order
+	mcp        *mcp.Set               // the MCP servers, started on demand
 
 	mu     sync.Mutex
 	live   map[*Providers]struct{}
@@ -118,8 +137,81 @@ func New(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) 
 	if err := h.load(ctx); err != nil {
 		return nil, err
 	}
+	mo := h.opts
+	mo.Logger = h.log
+	h.mcp = MCPSet(cfg, &mo)
 	return h, nil
 }
+
+// MCPSet makes the set of the MCP servers cfg configures (mcp.servers),
+// in name order, then opts.MCPSessions; nothing is started. opts.Getenv
+// expands their ${NAME} references and opts.Logger receives their stderr
+// and failures.
+func MCPSet(cfg *config.Config, opts *Options) *mcp.Set {
+	if opts == nil {
+		opts = &Options{}
+	}
+	mo := mcp.Options{Getenv: opts.Getenv, Logger: opts.Logger}
+	set := mcp.NewSet(nil, mo)
+	for _, name := range slices.Sorted(maps.Keys(cfg.MCP.Servers)) {
+		s := cfg.MCP.Servers[name]
+		set.Add(mcp.New(mcp.Config{Name: name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers,
+			Timeout: s.Timeout, MaxResult: int(s.MaxResultKiB) << 10, Failures: int(s.Failures)}, mo))
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.MCPSessions)) {
+		set.Add(mcp.Attach(name, opts.MCPSessions[name], mcp.Config{}, mo))
+	}
+	return set
+}
+
+// MCP is the Host's set of MCP servers.
+func (h *Host) MCP() *mcp.Set { return h.mcp }
+
+// ToolPolicy is the permission policy cfg configures (tools.policy).
+func ToolPolicy(cfg *config.Config) policy.Policy {
+	p := policy.Policy{}
+	for k, r := range cfg.Tools.Policy {
+		p[k] = policy.Rule(r)
+	}
+	return p
+}
+
+// Tools are the tools an agent given base would offer (OfferedTools).
+func (h *Host) Tools(ctx context.Context, base []host.Tool) ([]host.Tool, error) {
+	return OfferedTools(ctx, h.mcp, base, h.log)
+}
+
+// OfferedTools are base, then the tools of set's servers (starting the
+// servers not started yet) whose names base does not take. A server that
+// fails to start offers none; the error says why, and the tools returned
+// are still good to offer.
+func OfferedTools(ctx context.Context, set *mcp.Set, base []host.Tool, log hclog.Logger) ([]host.Tool, error) {
+	tools := slices.Clone(base)
+	if len(set.Servers()) == 0 {
+		return tools, nil
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	ctx, cancel := context.WithTimeout(ctx, mcpListTimeout)
+	defer cancel()
+	mt, err := set.Tools(ctx)
+	taken := map[string]bool{}
+	for _, t := range base {
+		taken[t.Name()] = true
+	}
+	for _, t := range mt {
+		if taken[t.Name()] {
+			log.Warn("an MCP tool is not offered: its name is taken", "tool", t.Name())
+			continue
+		}
+		tools = append(tools, t)
+	}
+	return tools, err
+}
+
+// mcpListTimeout bounds starting and listing the MCP servers for an agent.
+var mcpListTimeout = 30 * time.Second
 
 // Route is the route the Host's agents use.
 func (h *Host) Route() Route { return h.route }
@@ -351,6 +443,8 @@ func (p *Providers) release() {
 type Agent struct {
 	*host.Agent
 	Providers *Providers
+
+	unsubscribe func() // from the MCP servers' list changes
 }
 
 // Agent makes an agent on session s with the session's providers. c is
@@ -362,16 +456,66 @@ func (h *Host) Agent(s *host.Session, c host.Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	base := c.Tools
+	var offered atomic.Pointer[map[string]host.Tool] // what the agent offers now, by name
+	setOffered := func(tools ...[]host.Tool) {
+		m := map[string]host.Tool{}
+		for _, ts := range tools {
+			for _, t := range ts {
+				m[t.Name()] = t
+			}
+		}
+		offered.Store(&m)
+	}
+	tools, err := h.Tools(context.Background(), base)
+	if err != nil {
+		h.log.Warn("MCP servers offer no tools", "error", err)
+	}
+	setOffered(tools)
+	c.Tools = tools
+	lookup := func(name string) (host.Tool, bool) {
+		t, ok := (*offered.Load())[name]
+		return t, ok
+	}
+	log := c.Logger
+	if log == nil {
+		log = h.log
+	}
+	c.ToolInterceptors = append([]host.ToolInterceptor{policy.Interceptor(ToolPolicy(h.cfg), lookup, h.opts.Ask, log)}, c.ToolInterceptors...)
 	a, err := host.NewAgent(s, h.agentConfig(p, c))
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
-	return &Agent{Agent: a, Providers: p}, nil
+	// A server's changed tool list (or its breaker opening) is the
+	// agent's from its next step on: SetTools, a header change.
+	var mu sync.Mutex
+	unsubscribe := h.mcp.OnChange(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		tools, err := h.Tools(context.Background(), base)
+		if err != nil {
+			h.log.Warn("MCP servers offer no tools", "error", err)
+		}
+		old := slices.Collect(maps.Values(*offered.Load()))
+		setOffered(old, tools) // known to the policy before they are offered
+		if err := a.SetTools(tools...); err != nil {
+			h.log.Error("the changed MCP tools cannot be offered", "error", err)
+			return
+		}
+		setOffered(tools)
+	})
+	return &Agent{Agent: a, Providers: p, unsubscribe: unsubscribe}, nil
 }
 
-// Close releases the agent's providers (Providers.Close).
-func (a *Agent) Close() { a.Providers.Close() }
+// Close releases the agent's providers (Providers.Close) and stops
+// following the MCP servers' tool lists.
+func (a *Agent) Close() {
+	if a.unsubscribe != nil {
+		a.unsubscribe()
+	}
+	a.Providers.Close()
+}
 
 // agentConfig fills c's zero fields from the Host and p.
 func (h *Host) agentConfig(p *Providers, c host.Config) host.Config {
@@ -458,7 +602,7 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	clear(h.live)
 	h.mu.Unlock()
-	return h.closePlugins(ctx)
+	return errors.Join(h.mcp.Close(), h.closePlugins(ctx))
 }
 
 // Compiling reports whether a plugin module still compiles in the
