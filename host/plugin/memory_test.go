@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/sdk/abi"
+	"github.com/weirhost/weir/sdk/plugintest"
 )
 
 // A runtime closed while calls are running does not unmap the memory they
@@ -18,7 +19,7 @@ import (
 func TestRuntimeClosedUnderRunningCalls(t *testing.T) {
 	ctx := context.Background()
 	for round := range 3 {
-		rt, err := plugin.NewRuntime(ctx)
+		rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(plugintest.CacheDir()))
 		require.NoError(t, err)
 		p, err := rt.Load(ctx, "benign", module(t, "benign"), plugin.WithMaxInstances(4))
 		require.NoError(t, err)
@@ -55,7 +56,7 @@ func TestRuntimeClosedUnderRunningCalls(t *testing.T) {
 func TestMemoryLimitHoldsWhenGrowingInPlace(t *testing.T) {
 	ctx := context.Background()
 	for _, limit := range []uint64{16 << 20, 40 << 20} {
-		rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(limit))
+		rt, err := plugin.NewRuntime(ctx, plugin.WithMemoryLimit(limit), plugin.WithCacheDir(plugintest.CacheDir()))
 		require.NoError(t, err)
 		t.Cleanup(func() { rt.Close(ctx) })
 		p, err := rt.Load(ctx, "alloc", module(t, "hostile/alloc"),

@@ -167,8 +167,7 @@ func (m *Memory) Discard() {
 
 func (m *Memory) unmap() {
 	m.mu.Lock()
-	r := m.r
-	m.heap = nil
+	r := m.r // a heap-backed memory is the collector's
 	m.mu.Unlock()
 	if r != nil {
 		r.unmap()
