@@ -39,7 +39,12 @@
 // Instances see no filesystem, network, arguments or environment; clocks
 // are wazero's fake clocks and random numbers are deterministic, so a replay
 // decides the same. Linear memory is capped (WithMemoryLimit, 64 MiB by
-// default). Every call runs under a deadline per provider kind with
+// default). Each instance's memory is a reservation of the cap's address
+// space outside the Go heap, made accessible page by page as the guest
+// grows it (internal/linmem): memory.grow never copies, the collector
+// never scans or counts guest memory, and the pages are unmapped once both
+// the module and its instance are closed, so a runtime closed under a
+// running call cannot pull memory from under it. Every call runs under a deadline per provider kind with
 // CloseOnContextDone, so even a guest that never yields is stopped. Guest
 // stdout and stderr go to bounded buffers and are logged through hclog under
 // the plugin's name.

@@ -11,17 +11,22 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
+	"github.com/weirhost/weir/host/plugin/internal/linmem"
 	"github.com/weirhost/weir/sdk/abi"
 )
 
 // instance is one live module instance of a plugin. It is used by one call
 // at a time.
 type instance struct {
-	p       *Plugin
-	code    *code // what it started from
-	mod     api.Module
-	mem     api.Memory
+	p    *Plugin
+	code *code // what it started from
+	mod  api.Module
+	mem  api.Memory
+	// lm backs mem (see linmem): mapped outside the Go heap, grown without
+	// copying, unmapped when both the module and the instance are closed.
+	lm      *linmem.Memory
 	fnInput api.Function
 	fnCall  api.Function
 	stack   [2]uint64
@@ -38,7 +43,7 @@ type instance struct {
 // start instantiates the module (running _initialize), checks the ABI
 // version before anything else, and sends init with the plugin config.
 func (p *Plugin) start(ctx context.Context) (*instance, error) {
-	in := &instance{p: p, code: p.current()}
+	in := &instance{p: p, code: p.current(), lm: linmem.New()}
 	in.stdout.limit, in.stderr.limit = p.cfg.stdioLimit, p.cfg.stdioLimit
 	d := p.cfg.deadline(abi.KindUnspecified)
 	bctx, b := newBudget(ctx, d)
@@ -48,8 +53,9 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		WithStartFunctions(abi.ExportInitialize).
 		WithStdout(&in.stdout).
 		WithStderr(&in.stderr))
-	mod, err := in.code.wz.InstantiateModule(bctx, in.code.mod, mc)
+	mod, err := in.code.wz.InstantiateModule(experimental.WithMemoryAllocator(bctx, in.lm), in.code.mod, mc)
 	if err != nil {
+		in.lm.Discard() // no code of the module runs any more
 		fail := in.failure(ctx, bctx, "start instance", err, d)
 		fail.Replaced = false
 		in.flush()
@@ -247,8 +253,11 @@ func (in *instance) overLimits() string {
 	return ""
 }
 
+// close closes the module and releases its memory; the instance runs no
+// guest code after it.
 func (in *instance) close() {
 	if in.mod != nil {
 		_ = in.mod.Close(context.Background())
 	}
+	in.lm.Release()
 }
