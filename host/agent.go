@@ -36,9 +36,13 @@ type Config struct {
 	Compactors []CompactionProvider
 	Meter      Meter
 	// Summarizer serves compaction providers' summarization calls; nil uses
-	// Model on the conversation's route.
+	// Model on the conversation's route, or the model of SummaryModels
+	// whose route names the call's provider and model.
 	Summarizer Summarizer
-	Logger     hclog.Logger
+	// SummaryModels are the models of the summarize routes the user
+	// configured, besides the conversation's.
+	SummaryModels []SummaryModel
+	Logger        hclog.Logger
 	// OnDelta receives streamed output as it arrives, synchronously on the
 	// driver's goroutine (it delays the stream while it runs). Other
 	// goroutines follow the stream with Session.SubscribeDeltas.
@@ -162,6 +166,36 @@ type Agent struct {
 	budget   time.Time  // when the current step's provider budget runs out
 	toolsBy  map[string]Tool
 	schemas  []jsontext.Value
+
+	// meterFails are the meter's failures not yet recorded in the log:
+	// they happen while a commit or a compaction is under way, where an
+	// event of the loop's would interleave with them, so they wait for
+	// the end of the compaction or step (reportMeterFailures).
+	meterMu    sync.Mutex
+	meterFails []error
+}
+
+// meterFailed notes a failure of the token meter, to be recorded as a
+// plugin/failure event (reportMeterFailures).
+func (a *Agent) meterFailed(err error) {
+	if err == nil || errors.Is(err, ErrNotGranted) {
+		return
+	}
+	a.meterMu.Lock()
+	a.meterFails = append(a.meterFails, err)
+	a.meterMu.Unlock()
+}
+
+// reportMeterFailures records the meter's failures noted so far as
+// plugin/failure events, like every other provider's.
+func (a *Agent) reportMeterFailures() {
+	a.meterMu.Lock()
+	errs := a.meterFails
+	a.meterFails = nil
+	a.meterMu.Unlock()
+	for _, err := range errs {
+		a.s.ReportFailure(Proposer{Kind: ByMeter, ID: a.cfg.Meter.ID()}, err)
+	}
 }
 
 // RequestContext is the data of request/context.
@@ -234,10 +268,12 @@ func NewAgent(s *Session, cfg Config) (*Agent, error) {
 	if cfg.Meter != nil {
 		if err := a.tel.observe(cfg.Meter, s.log.Events()); err != nil {
 			a.log.Warn("token meter failed to fold the log", "meter", cfg.Meter.ID(), "error", err)
+			a.meterFailed(err)
 		}
 		s.log.Observe(func(e surface.Event) {
 			if err := a.tel.observe(cfg.Meter, []surface.Event{e}); err != nil {
 				a.log.Warn("token meter failed to fold an event", "meter", cfg.Meter.ID(), "seq", e.Seq, "error", err)
+				a.meterFailed(err)
 			}
 		})
 	}

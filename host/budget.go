@@ -255,8 +255,10 @@ func (v *View) summarizeBudgeted(ctx context.Context, req SummaryRequest) (*Summ
 // logged surface messages by seq, the latest header's tools by its seq.
 func (v *View) envelope(req *SummaryRequest) CallEnvelope {
 	env := CallEnvelope{Encoder: llm.EncoderVersion, Provider: req.Provider, Model: req.Model, MaxTokens: req.MaxTokens, Messages: make([]CallMessage, len(req.Messages))}
-	if a, ok := v.summarizer.(interface{ API() llm.API }); ok {
-		env.API = a.API()
+	if a, ok := v.summarizer.(interface {
+		APIFor(provider, model string) llm.API
+	}); ok {
+		env.API = a.APIFor(req.Provider, req.Model)
 	}
 	log := v.s.log
 	byID := map[string]int64{}

@@ -44,7 +44,8 @@ func (a *Agent) runCompaction(ctx context.Context, c CompactionProvider, req Com
 	}
 	turn, _ := a.s.log.OpenTurn()
 	led := &ledger{ctx: ctx, plugin: c.ID(), budget: b}
-	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer(), ledger: led, tel: a.tel}
+	view := &View{s: a.s, meter: a.cfg.Meter, summarizer: a.summarizer(), ledger: led, tel: a.tel, meterFailed: a.meterFailed}
+	defer a.reportMeterFailures() // after the compaction's own events
 	by := compactionProposer(c)
 	req.Turn, req.Route = turn, a.cur.route
 	ps, err := a.tel.compact(ctx, c, view, req)
@@ -129,26 +130,45 @@ func (a *Agent) summarizer() Summarizer {
 	if a.cfg.Summarizer != nil {
 		return a.cfg.Summarizer
 	}
-	return &modelSummarizer{model: a.cfg.Model, session: a.s.id}
+	return &modelSummarizer{model: a.cfg.Model, others: a.cfg.SummaryModels, session: a.s.id}
 }
 
-// modelSummarizer serves summarization through the conversation's model.
+// SummaryModel is the model client of a summarize route.
+type SummaryModel struct {
+	Route Route
+	Model llm.Model
+}
+
+// modelSummarizer serves summarization through the conversation's model,
+// or the summary model whose route the call names.
 type modelSummarizer struct {
 	model   llm.Model
+	others  []SummaryModel
 	session string
 }
 
-// API is the wire protocol of the conversation's model, when it names
-// one (the HTTP clients do; a scripted model does not).
-func (m *modelSummarizer) API() llm.API {
-	if a, ok := m.model.(interface{ API() llm.API }); ok {
+// modelFor is the model that serves a call to provider and model.
+func (m *modelSummarizer) modelFor(provider, model string) llm.Model {
+	for _, o := range m.others {
+		if o.Route.Provider == provider && o.Route.Model == model {
+			return o.Model
+		}
+	}
+	return m.model
+}
+
+// APIFor is the wire protocol of the model serving a call to provider and
+// model, when it names one (the HTTP clients do; a scripted model does
+// not).
+func (m *modelSummarizer) APIFor(provider, model string) llm.API {
+	if a, ok := m.modelFor(provider, model).(interface{ API() llm.API }); ok {
 		return a.API()
 	}
 	return ""
 }
 
 func (m *modelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (*SummaryResult, error) {
-	r, err := m.model.Stream(ctx, req.request(m.session), nil)
+	r, err := m.modelFor(req.Provider, req.Model).Stream(ctx, req.request(m.session), nil)
 	if err != nil {
 		return nil, err
 	}

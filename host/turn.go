@@ -137,6 +137,7 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	out := stepOutcome{entered: true}
 	end := func(reason *surface.EndReason) (stepOutcome, error) {
 		out.end = reason
+		a.reportMeterFailures() // those of the step's commits, inside the step
 		if _, err := a.s.append(surface.TypeStepEnd, StepRef{turn, step}, surface.Op{}, nil); err != nil {
 			return out, err
 		}

@@ -18,6 +18,9 @@ type View struct {
 	// serves (nil: no budget, no records).
 	ledger *ledger
 	tel    *telemetry // the agent's instrumentation, nil without
+	// meterFailed receives the meter's failures, which the agent records
+	// as plugin/failure events after the compaction (nil: not recorded).
+	meterFailed func(error)
 }
 
 // ErrNotGranted is returned by a capability the provider's kind lacks.
@@ -63,7 +66,16 @@ func (v *View) Measure(ctx context.Context, header *surface.Header) (*Measuremen
 	if v.meter == nil {
 		return nil, ErrNotGranted
 	}
-	return v.tel.measure(ctx, v.meter, header)
+	m, err := v.tel.measure(ctx, v.meter, header)
+	v.noteMeter(err)
+	return m, err
+}
+
+// noteMeter hands a failure of the meter to the agent, which records it.
+func (v *View) noteMeter(err error) {
+	if err != nil && v.meterFailed != nil {
+		v.meterFailed(err)
+	}
 }
 
 // TotalMeter is a Meter that answers the total of its measurement under
@@ -79,10 +91,13 @@ func (v *View) MeasureTotal(ctx context.Context) (int64, error) {
 		return 0, ErrNotGranted
 	}
 	if t, ok := v.meter.(TotalMeter); ok {
-		return v.tel.measureTotal(ctx, v.meter, t)
+		n, err := v.tel.measureTotal(ctx, v.meter, t)
+		v.noteMeter(err)
+		return n, err
 	}
 	m, err := v.tel.measure(ctx, v.meter, nil)
 	if err != nil {
+		v.noteMeter(err)
 		return 0, err
 	}
 	if m == nil {

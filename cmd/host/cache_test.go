@@ -3,22 +3,31 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// cacheEntries are the files of the cache folder's wazero folders.
+// cacheEntries are the entries (wazero's files, not their seals) of the
+// cache folder's wazero folders.
 func cacheEntries(t *testing.T, cache string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(cache, "wazero-*", "*"))
 	require.NoError(t, err)
-	return files
+	var entries []string
+	for _, f := range files {
+		if !strings.Contains(filepath.Base(f), ".") {
+			entries = append(entries, f)
+		}
+	}
+	return entries
 }
 
 // TestCorruptCacheEntryIsRecompiled: a few flipped bytes in the compiled
-// code of the first-party module do not fail host run: the entry is
-// dropped with a warning and compiled again, and the next run is quiet.
+// code of the first-party module do not fail host run: the entry no
+// longer matches its seal, so it is dropped with a warning before wazero
+// reads it and compiled again, and the next run is quiet.
 func TestCorruptCacheEntryIsRecompiled(t *testing.T) {
 	dir, cache := t.TempDir(), t.TempDir()
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}
@@ -35,8 +44,8 @@ func TestCorruptCacheEntryIsRecompiled(t *testing.T) {
 
 	r = runHostEnv(t, dir, "", env, "run", "--model", tourModel(t), "hello")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "the compilation cache held an entry wazero cannot read; dropped the cached native code and compiling again")
-	require.Contains(t, r.stderr, "checksum mismatch")
+	require.Contains(t, r.stderr, "dropped compilation cache entries that are not sealed with this user's cache key")
+	require.Contains(t, r.stderr, "does not hold the bytes that were sealed")
 	require.Contains(t, r.stdout, "I am the offline model", "the turn ran")
 	fresh, err := os.ReadFile(entries[0])
 	require.NoError(t, err, "compiled again into the cache")
@@ -62,4 +71,40 @@ func TestGroupWritableCacheIsIgnored(t *testing.T) {
 	left, err := os.ReadDir(cache)
 	require.NoError(t, err)
 	require.Empty(t, left, "nothing is written to an untrusted folder")
+}
+
+// TestForeignCacheEntryIsRefused: another module's entry, compiled by the
+// same host into another cache folder (so its wazero checksum is valid),
+// copied over the first-party module's entry with its own seal, is not
+// executed: its seal was made under another key, so it is dropped with a
+// warning, the module compiles again and the run succeeds.
+func TestForeignCacheEntryIsRefused(t *testing.T) {
+	dir, cache, other := t.TempDir(), t.TempDir(), t.TempDir()
+	env := []string{"WEIR_WAZERO_CACHE=" + cache}
+	r := runHostEnv(t, dir, "", env, "run", "--model", tourModel(t), "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	entries := cacheEntries(t, cache)
+	require.Len(t, entries, 1)
+	genuine, err := os.ReadFile(entries[0])
+	require.NoError(t, err)
+
+	benign := buildGuest(t, "./host/plugin/testdata/benign", dir)
+	r = runHostEnv(t, dir, "", []string{"WEIR_WAZERO_CACHE=" + other}, "plugins", "verify", benign)
+	require.Equal(t, 0, r.code, r.stderr)
+	foreign := cacheEntries(t, other)
+	require.Len(t, foreign, 1)
+	for _, suffix := range []string{"", ".seal"} {
+		b, err := os.ReadFile(foreign[0] + suffix)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(entries[0]+suffix, b, 0o600))
+	}
+
+	r = runHostEnv(t, dir, "", env, "run", "--model", tourModel(t), "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "dropped compilation cache entries that are not sealed with this user's cache key")
+	require.Contains(t, r.stderr, "has a seal made under another key")
+	require.Contains(t, r.stdout, "I am the offline model", "the turn ran")
+	again, err := os.ReadFile(entries[0])
+	require.NoError(t, err)
+	require.Equal(t, genuine, again, "the entry holds the first-party module's code again")
 }

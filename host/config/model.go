@@ -160,6 +160,10 @@ type Plugin struct {
 	// Config is the plugin's configuration, a JSON object handed to the
 	// plugin as is ({} when none).
 	Config jsontext.Value `koanf:"config"`
+	// Route names the route (a key of models) a compaction plugin's
+	// summarize calls go to, clamped to it; "" sends them to the
+	// session's route.
+	Route string `koanf:"route"`
 }
 
 // Sandbox bounds plugins.

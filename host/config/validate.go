@@ -67,6 +67,15 @@ func (l *loader) validate(c *Config) {
 	}
 	l.data(path{"prompt", "data"}, c.Prompt.Data)
 	l.plugins(c.Plugins)
+	for _, p := range c.Plugins {
+		switch id := (path{"plugins", p.Name, "route"}); {
+		case p.Route == "":
+		case p.Role != RoleCompaction:
+			l.fail(id, "is for compaction plugins, whose summarize calls it routes; %q has role %q", p.Name, p.Role)
+		case c.Models[p.Route] == nil:
+			l.fail(id, "%q is not a configured route%s; use one of %s", p.Route, suggestion(p.Route, routes), strings.Join(routes, ", "))
+		}
+	}
 	l.sandbox(&c.Sandbox)
 	l.tools(&c.Tools)
 	l.mcp(&c.MCP)

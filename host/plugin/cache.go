@@ -13,6 +13,8 @@ import (
 // The compilation cache directory (WithCacheDir) holds wazero's native
 // code, one file per module in a folder per wazero version and platform
 // (wazero-VERSION-GOARCH-GOOS), and the checked records (checkedDir).
+// Every entry is sealed with the user's cache key (seal.go); one that does
+// not verify is dropped before wazero may read it.
 // wazero checks an entry's CRC when it reads it and fails the compilation
 // when it does not match, which would fail every later load of the module
 // until the user deleted the folder. The runtime heals instead: on such a
@@ -45,16 +47,20 @@ func (r *Runtime) dropCacheEntries(cause error) int {
 			}
 		}
 	}
+	if r.sealer != nil {
+		r.sealer.forget()
+	}
 	r.log.Warn("the compilation cache held an entry wazero cannot read; dropped the cached native code and compiling again",
 		"dir", r.cfg.cacheDir, "dropped", n, "error", cause)
 	return n
 }
 
 // CheckCacheDir reports why the compilation cache directory dir (and its
-// wazero and checked folders, where they exist) cannot be trusted with
-// code the host will run: a folder not owned by the user running the host
-// or writable by its group or by others, where another user could plant
-// native code. nil: dir is trusted, or does not exist yet. The runtime
+// wazero and checked folders and its key file, where they exist) cannot be
+// trusted with code the host will run: a folder not owned by the user
+// running the host or writable by its group or by others, where another
+// user could plant native code, or a key file others may read or write
+// (CacheKeyPath). nil: dir is trusted, or does not exist yet. The runtime
 // ignores an untrusted directory (it compiles in memory and says so);
 // embedders keeping other files beside the code check it the same way.
 func CheckCacheDir(dir string) error {
@@ -63,6 +69,11 @@ func CheckCacheDir(dir string) error {
 	}
 	dirs := []string{dir, filepath.Join(dir, checkedDir)}
 	more, _ := filepath.Glob(filepath.Join(dir, "wazero-*"))
+	if fi, err := os.Lstat(CacheKeyPath(dir)); err == nil {
+		if err := keyFileRule(CacheKeyPath(dir), fi); err != nil {
+			return err
+		}
+	}
 	for _, d := range append(dirs, more...) {
 		fi, err := os.Lstat(d)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -19,7 +20,7 @@ import (
 const checkedDir = "weir-checked"
 
 // A checked record is an empty file in the cache directory whose name is
-// a hash of the module's sha256, the module limits, the rules of the code
+// an HMAC, under the cache key (seal.go), of the module's sha256, the module limits, the rules of the code
 // check (wasmparse.RulesVersion, a hash of their sources) and the wazero
 // version. It says that the module passed the code check under those
 // limits and rules and was compiled by that wazero into this cache, so a
@@ -27,18 +28,17 @@ const checkedDir = "weir-checked"
 // again (tens of milliseconds for the largest first-party module) and
 // knows it will not compile (see WithCompileHook). A different module,
 // other limits, changed rules or another wazero find no record and are
-// checked again. The record adds nothing to what the cache directory is
-// trusted with: whoever can write there can already replace the native
-// code wazero loads from it.
+// checked again. Without the key no one can name the record of a module,
+// so a record planted in the folder matches none.
 
 // checkedPath is the path of the checked record of the module whose
 // sha256 is sum, or "" when the runtime has no cache directory.
 func (r *Runtime) checkedPath(sum [32]byte) string {
-	if r.cfg.cacheDir == "" {
+	if r.sealer == nil {
 		return ""
 	}
 	l := r.cfg.moduleLimits
-	h := sha256.New()
+	h := hmac.New(sha256.New, r.sealer.key)
 	fmt.Fprintf(h, "weir checked module\x00rules %s\x00wazero %s\x00limits %d %d %d %d %d\x00",
 		wasmparse.RulesVersion(), wazeroVersion(), l.MaxFunctions, l.MaxBodySize, l.MaxCodeSize, l.MaxNesting, l.MaxControl)
 	h.Write(sum[:])

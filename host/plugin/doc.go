@@ -9,7 +9,10 @@
 // no environment variable and writes no file unless told). Compiling a Go
 // plugin takes seconds, so a program that starts often should give a
 // cache directory (the command-line host uses $WEIR_WAZERO_CACHE, else
-// os.UserCacheDir()/weir/wazero). Compilation uses parallel workers.
+// os.UserCacheDir()/weir/wazero). Every entry of a cache directory is
+// sealed with an HMAC under a per-user key kept beside it (CacheKeyPath);
+// an entry that does not verify is dropped and compiled again, never run
+// (seal.go). Compilation uses parallel workers.
 //
 // Runtime.Load validates a module before compiling it (export names and
 // signatures, memory export, import allow-list: the WASI functions a Go

@@ -22,6 +22,7 @@ const wasiModule = wasi_snapshot_preview1.ModuleName
 type Runtime struct {
 	wz       wazero.Runtime
 	cache    wazero.CompilationCache
+	sealer   *sealer // the cache directory's entry seals; nil without one
 	cfg      runtimeConfig
 	log      hclog.Logger
 	wasiSigs map[string]api.FunctionDefinition
@@ -86,6 +87,16 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 		cfg.logger.Named("plugin").Warn("ignoring the compilation cache; compiling in memory", "error", err)
 		cfg.cacheDir = ""
 	}
+	var key []byte
+	if cfg.cacheDir != "" {
+		k, err := cacheKey(cfg.cacheDir)
+		if err != nil {
+			cfg.logger.Named("plugin").Warn("ignoring the compilation cache; compiling in memory", "error", err)
+			cfg.cacheDir = ""
+		}
+		key = k
+	}
+	var seals *sealer
 	if cfg.cacheDir != "" {
 		if err := os.MkdirAll(cfg.cacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("plugin runtime: compilation cache %s: %w", cfg.cacheDir, err)
@@ -95,6 +106,8 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 			return nil, fmt.Errorf("plugin runtime: compilation cache %s: %w", cfg.cacheDir, err)
 		}
 		cache = c
+		seals = newSealer(cfg.cacheDir, key, cfg.logger.Named("plugin"))
+		seals.check() // before wazero reads an entry
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
@@ -107,6 +120,7 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 	r := &Runtime{
 		wz:       wz,
 		cache:    cache,
+		sealer:   seals,
 		cfg:      cfg,
 		log:      cfg.logger.Named("plugin"),
 		compiled: map[[32]byte]*compileEntry{},
@@ -256,6 +270,9 @@ func (r *Runtime) runCompile(ctx context.Context, key [32]byte, e *compileEntry,
 			// A corrupt cache entry: drop it and compile afresh (cache.go).
 			r.dropCacheEntries(err)
 			mod, err = r.wz.CompileModule(cctx, wasm)
+		}
+		if err == nil && r.sealer != nil {
+			r.sealer.sealNew() // the entry wazero just wrote
 		}
 		res <- result{mod, err}
 	}()

@@ -162,7 +162,11 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 		}
 	}
 	s.idle = nil
-	h := &Host{kind: abi.KindCompaction, plugin: c.p.Name(), r: view, view: view, route: req.Route,
+	route := req.Route
+	if c.o.summarize != (host.Route{}) {
+		route = c.o.summarize // the user's summarize route (WithSummarizeRoute)
+	}
+	h := &Host{kind: abi.KindCompaction, plugin: c.p.Name(), r: view, view: view, route: route,
 		counters: c.o.counters, c: s.c}
 	at := view.NextSeq()
 	var res *abi.CompactionResult

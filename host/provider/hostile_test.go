@@ -318,6 +318,49 @@ func TestSummarizeCallsAreTheRoutes(t *testing.T) {
 	}
 }
 
+// TestSummarizeRouteOfTheUser: with a summarize route configured for the
+// plugin (WithSummarizeRoute), its summarize calls go to that route's
+// model, under that route's name and cap, whatever the plugin asked; the
+// conversation's model serves only the turns.
+func TestSummarizeRouteOfTheUser(t *testing.T) {
+	route := host.Route{Provider: "cheap", Model: "small-1", MaxTokens: 256}
+	lp := load(t, "loop", "greedy", provider.RoleCompaction,
+		`{"calls":2,"provider":"expensive","model":"gpt-expensive","maxTokens":1099511627776}`,
+		provider.Limits{Call: 30 * time.Second}, provider.WithSummarizeRoute(route))
+	comp, err := lp.Compaction()
+	require.NoError(t, err)
+	conversation, summaries := &wireModel{}, &wireModel{}
+	l := newLoop(t, func(_ *host.Session, cfg *host.Config) {
+		cfg.Model, cfg.Summarizer = conversation, nil
+		cfg.Route.MaxTokens = 4096
+		cfg.SummaryModels = []host.SummaryModel{{Route: route, Model: summaries}}
+		cfg.Compactors = []host.CompactionProvider{comp}
+	})
+	l.turn("one")
+	require.Equal(t, surface.EndCompleted, l.turn("two").Reason.Kind)
+	require.Empty(t, l.failures())
+
+	require.Empty(t, conversation.summaries, "no summary on the conversation's model")
+	require.Equal(t, 2, conversation.turns)
+	require.Len(t, summaries.summaries, 2, "the summaries went to the summarize route's model")
+	require.Zero(t, summaries.turns)
+	for _, body := range summaries.summaries {
+		var wire struct {
+			Model     string `json:"model"`
+			MaxTokens int64  `json:"max_tokens"`
+		}
+		require.NoError(t, json.Unmarshal(body, &wire, json.RejectUnknownMembers(false)))
+		require.Equal(t, "small-1", wire.Model)
+		require.Equal(t, int64(256), wire.MaxTokens, "clamped to the summarize route's cap")
+	}
+	for _, pc := range pluginCalls(t, l) {
+		require.Equal(t, "cheap", pc.Request.Provider)
+		require.Equal(t, "small-1", pc.Request.Model)
+		require.Equal(t, int64(256), pc.Request.MaxTokens)
+		require.Equal(t, &host.CallAsked{Provider: "expensive", Model: "gpt-expensive", MaxTokens: 1 << 40}, pc.Asked)
+	}
+}
+
 // TestPromptChurnIsBounded: a prompt plugin that renders a different
 // prompt for the same request (benign prints the fake time and a random
 // number for the model "entropy") does not replace node 0 each step: the

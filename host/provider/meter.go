@@ -31,7 +31,8 @@ type Meter struct {
 	warm     bool
 	key      int64
 	blobNext int64
-	cold     int // observe calls still to make from the blob after a miss
+	prefix   prefixHash // of the log before the blob's position (statecache.go)
+	cold     int        // observe calls still to make from the blob after a miss
 	// next is the seq of the first event the plugin has not folded;
 	// pending are the events from next on, waiting for a batch.
 	next         int64

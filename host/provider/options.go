@@ -64,7 +64,16 @@ type options struct {
 	cache      StateCache
 	// fingerprint of the plugin for cache entries (Plugin.Meter sets it).
 	fingerprint []byte
+	// summarize is the route of a compaction plugin's summarize calls
+	// (zero: the compaction's route).
+	summarize host.Route
 }
+
+// WithSummarizeRoute sends a compaction plugin's summarize calls to route
+// r, clamped to it (its provider, model and caps), instead of the
+// session's route; the compaction request still describes the session's
+// route. The agent needs a model for r (host.Config.SummaryModels).
+func WithSummarizeRoute(r host.Route) Option { return func(o *options) { o.summarize = r } }
 
 // Option configures an adapter.
 type Option func(*options)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,9 +19,11 @@ import (
 // new process resumes a session from the latest blob instead of folding the
 // whole log into the plugin again (WithStateCache). It is a cache: the log
 // stays the truth. A meter adopts an entry only when it was made by the
-// same plugin module and configuration and the log still holds, at the
-// entry's position, the event it was made after; otherwise it folds the
-// log from the start, as without a cache. A state blob gives the same
+// same plugin module and configuration, for the same session, and the
+// log's prefix up to the entry's position is the one the blob folds (by
+// its hash); otherwise it folds the log from the start, as without a
+// cache. A blob stored under another session's entry, or folded from
+// another history, is ignored. A state blob gives the same
 // results as the fold it stands for (docs/abi.md, meter.observe), so
 // adopting one changes no measurement and nothing in the log.
 type StateCache interface {
@@ -36,12 +39,14 @@ type StateCache interface {
 type CachedState struct {
 	// Plugin fingerprints the plugin module and its configuration.
 	Plugin []byte
+	// Session is the id of the session whose log State folds.
+	Session string
 	// Next is the seq of the first event not folded into State.
 	Next int64
-	// Mark is the SHA-256 of the JSON line of the event at Next-1 (empty
-	// when Next is 0).
-	Mark  []byte
-	State []byte
+	// Prefix is the SHA-256 of the log's events before Next (their JSON
+	// lines, from the first the log holds), all of them folded into State.
+	Prefix []byte
+	State  []byte
 }
 
 // WithStateCache makes the meter adapter keep its state blobs in c between
@@ -66,10 +71,34 @@ func (o *options) pluginPrint(desc abi.Description) []byte {
 // stateCacheKey names a session's entry for one plugin.
 func stateCacheKey(session, plugin string) string { return session + "\x00" + plugin }
 
-// eventMark is the fingerprint of the event a cached blob was made after.
-func eventMark(e *surface.Event) []byte {
-	sum := sha256.Sum256(surface.AppendEvent(nil, e))
-	return sum[:]
+// prefixHash hashes a log's prefix incrementally: a meter's blobs move
+// forward, so each event is hashed once, and a position behind the last
+// one asked for starts again from the log's first event.
+type prefixHash struct {
+	next int64 // the first event not hashed; -1: nothing hashed yet
+	h    hash.Hash
+	buf  []byte
+}
+
+// sum is the hash of l's events before next; ok is false when l does not
+// hold them all.
+func (p *prefixHash) sum(l *surface.Log, next int64) (sum []byte, ok bool) {
+	if p.h == nil || next < p.next {
+		p.h, p.next = sha256.New(), l.BaseSeq()
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(p.next))
+		p.h.Write(b[:])
+	}
+	for ; p.next < next; p.next++ {
+		e, ok := l.Event(p.next)
+		if !ok {
+			p.h = nil
+			return nil, false
+		}
+		p.buf = surface.AppendEvent(p.buf[:0], &e)
+		p.h.Write(p.buf)
+	}
+	return p.h.Sum(nil), true
 }
 
 // fingerprint fingerprints a plugin module, by its SHA-256, and its
@@ -96,7 +125,7 @@ func (d *DirStateCache) path(key string) string {
 	return filepath.Join(d.Dir, hex.EncodeToString(sum[:16])+".meter")
 }
 
-const stateFileMagic = "weir-meter-state 1\n"
+const stateFileMagic = "weir-meter-state 2\n"
 
 // Load implements StateCache.
 func (d *DirStateCache) Load(key string) (CachedState, bool) {
@@ -105,7 +134,7 @@ func (d *DirStateCache) Load(key string) (CachedState, bool) {
 		return CachedState{}, false
 	}
 	b = b[len(stateFileMagic):]
-	var fields [5][]byte // key, plugin, next, mark, state
+	var fields [6][]byte // key, session, plugin, next, prefix, state
 	for i := range fields {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
@@ -113,10 +142,11 @@ func (d *DirStateCache) Load(key string) (CachedState, bool) {
 		}
 		fields[i], b = b[k:k+int(n)], b[k+int(n):]
 	}
-	if len(b) != 0 || string(fields[0]) != key || len(fields[2]) != 8 {
+	if len(b) != 0 || string(fields[0]) != key || len(fields[3]) != 8 {
 		return CachedState{}, false
 	}
-	e := CachedState{Plugin: fields[1], Next: int64(binary.LittleEndian.Uint64(fields[2])), Mark: fields[3], State: fields[4]}
+	e := CachedState{Session: string(fields[1]), Plugin: fields[2], Next: int64(binary.LittleEndian.Uint64(fields[3])),
+		Prefix: fields[4], State: fields[5]}
 	return e, true
 }
 
@@ -126,7 +156,7 @@ func (d *DirStateCache) Store(key string, e CachedState) {
 	var next [8]byte
 	binary.LittleEndian.PutUint64(next[:], uint64(e.Next))
 	b := []byte(stateFileMagic)
-	for _, f := range [][]byte{[]byte(key), e.Plugin, next[:], e.Mark} {
+	for _, f := range [][]byte{[]byte(key), []byte(e.Session), e.Plugin, next[:], e.Prefix} {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
 	}
@@ -159,8 +189,9 @@ func writeState(path string, head, state []byte) error {
 }
 
 // adopt starts a new adapter from its session's cached blob when the entry
-// fits: the same plugin fingerprint, a position within the log and the
-// same event before it. It runs once, before anything was folded.
+// fits: the same plugin fingerprint and session, a position within the
+// log and the same log prefix before it. It runs once, before anything
+// was folded.
 func (m *Meter) adopt() {
 	if m.adopted {
 		return
@@ -171,15 +202,14 @@ func (m *Meter) adopt() {
 	}
 	e, ok := m.o.cache.Load(stateCacheKey(m.s.ID(), m.p.Name()))
 	if !ok || e.Next <= 0 || len(e.State) == 0 || len(e.State) > m.o.stateLimit ||
-		!bytes.Equal(e.Plugin, m.o.pluginPrint(m.p.Description())) {
+		e.Session != m.s.ID() || !bytes.Equal(e.Plugin, m.o.pluginPrint(m.p.Description())) {
 		return
 	}
 	l := m.s.Log()
 	if e.Next > l.NextSeq() {
 		return
 	}
-	last, ok := l.Event(e.Next - 1)
-	if !ok || !bytes.Equal(eventMark(&last), e.Mark) {
+	if sum, ok := m.prefix.sum(l, e.Next); !ok || !bytes.Equal(sum, e.Prefix) {
 		return
 	}
 	m.state, m.next, m.blobNext, m.key = e.State, e.Next, e.Next, 0
@@ -190,10 +220,10 @@ func (m *Meter) store() {
 	if m.o.cache == nil || m.s == nil || m.blobNext <= 0 {
 		return
 	}
-	last, ok := m.s.Log().Event(m.blobNext - 1)
+	sum, ok := m.prefix.sum(m.s.Log(), m.blobNext)
 	if !ok {
 		return
 	}
 	m.o.cache.Store(stateCacheKey(m.s.ID(), m.p.Name()), CachedState{Plugin: m.o.pluginPrint(m.p.Description()),
-		Next: m.blobNext, Mark: eventMark(&last), State: bytes.Clone(m.state)})
+		Session: m.s.ID(), Next: m.blobNext, Prefix: sum, State: bytes.Clone(m.state)})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,7 +22,16 @@ func (readOnlyCache) Store(string, provider.CachedState) {}
 // events, with cache, after the agent handed it the log.
 func cachedMeter(t *testing.T, events []surface.Event, cache provider.StateCache) (*provider.Meter, *gen) {
 	t.Helper()
+	return cachedMeterAs(t, "bench", events, cache)
+}
+
+// cachedMeterAs is cachedMeter for the session named id.
+func cachedMeterAs(t *testing.T, id string, events []surface.Event, cache provider.StateCache) (*provider.Meter, *gen) {
+	t.Helper()
 	g := restoreGen(t, events)
+	if id != g.s.ID() {
+		g.s = host.NewSession(id, g.s.Log(), nil)
+	}
 	firstPartySet.load(t, firstParty)
 	var opts []provider.Option
 	if cache != nil {
@@ -105,4 +115,72 @@ func TestStateCacheRefusesAnEntryThatDoesNotFit(t *testing.T) {
 	require.NoError(t, os.WriteFile(files[0], b[:len(b)-3], 0o644))
 	_, ok := cache.Load("bench\x00token-meter-token-meter")
 	require.False(t, ok, "a truncated entry is no entry")
+}
+
+// TestStateCacheIgnoresAPlantedBlob: the case. Another session's
+// blob planted under this session's entry does not change the token line:
+// copied as it is (it names its own session), or rewritten to name this
+// one (it folds another log prefix). The cache is read all the same: a
+// forged entry giving this session's id and prefix hash (which are not
+// secrets: anyone who can read the log can compute them) is adopted and
+// does change it, so the refusals are the rules at work.
+func TestStateCacheIgnoresAPlantedBlob(t *testing.T) {
+	ctx := context.Background()
+	theirs, ours := history(t, 100, 1_000), history(t, 100, 2_000)
+	cache := &provider.DirStateCache{Dir: t.TempDir()}
+	leaver, _ := cachedMeter(t, theirs, cache) // session "bench" leaves its blob
+	_, err := leaver.Measure(ctx, nil)
+	require.NoError(t, err)
+	foreign, ok := cache.Load("bench\x00" + leaver.ID())
+	require.True(t, ok)
+	require.Equal(t, "bench", foreign.Session)
+	require.Positive(t, foreign.Next)
+	require.LessOrEqual(t, foreign.Next, int64(len(ours)))
+	require.NotEqual(t, surface.AppendEvent(nil, &theirs[foreign.Next-1]), surface.AppendEvent(nil, &ours[foreign.Next-1]),
+		"the two sessions' logs differ before the blob's position")
+
+	plain, _ := cachedMeterAs(t, "ours", ours, nil)
+	want, err := plain.Measure(ctx, nil)
+	require.NoError(t, err)
+
+	// This session's own entry, for its position and prefix hash.
+	ownCache := &provider.DirStateCache{Dir: t.TempDir()}
+	m, _ := cachedMeterAs(t, "ours", ours, ownCache)
+	_, err = m.Measure(ctx, nil)
+	require.NoError(t, err)
+	own, ok := ownCache.Load("ours\x00" + leaver.ID())
+	require.True(t, ok)
+	forged := own
+	forged.State = foreign.State
+
+	cases := []struct {
+		name    string
+		plant   provider.CachedState
+		adopted bool
+	}{
+		{"another session's entry as it is", foreign, false},
+		{"rewritten to name this session", withSession(foreign, "ours"), false},
+		{"forged with this session's id and prefix hash", forged, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			planted := &provider.DirStateCache{Dir: t.TempDir()}
+			planted.Store("ours\x00"+leaver.ID(), c.plant)
+			m, _ := cachedMeterAs(t, "ours", ours, readOnlyCache{planted})
+			got, err := m.Measure(ctx, nil)
+			if c.adopted {
+				// Folded from another log, the measurement is another
+				// one, or one the meter's rules refuse.
+				require.True(t, err != nil || !reflect.DeepEqual(want, got), "the forged blob is adopted")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, want, got, "the planted blob is ignored: the token line is the log's")
+		})
+	}
+}
+
+func withSession(e provider.CachedState, id string) provider.CachedState {
+	e.Session = id
+	return e
 }

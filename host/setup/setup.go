@@ -105,6 +105,7 @@ type Host struct {
 	meter      *provider.Plugin       // the token-meter plugin, nil when none
 	compactors []*provider.Compaction // shared by every session, in order
 	mcp        *mcp.Set               // the MCP servers, started on demand
+	summary    []namedSummaryModel    // the compaction plugins' summarize routes
 
 	mu     sync.Mutex
 	live   map[*Providers]struct{}
@@ -283,14 +284,19 @@ func (h *Host) load(ctx context.Context) error {
 			return fmt.Errorf("plugin %q has no path and is not a first-party plugin (%s, %s, %s)", p.Name,
 				plugins.SystemPrompt, plugins.CompactionBasic, plugins.TokenMeter)
 		}
+		opts, err := h.summarizeRoute(p)
+		if err != nil {
+			h.closePlugins(ctx)
+			return err
+		}
 		jobs = append(jobs, job{
 			spec: provider.Spec{Name: p.Name, Role: provider.Role(p.Role), Wasm: wasm, Config: h.pluginConfig(p),
 				Limits: provider.Limits{Call: cfg.Sandbox.Timeout(p.Role), Start: config.StartTimeout,
 					Output: int(cfg.Sandbox.OutputLimitKiB) << 10, SoftMemory: cfg.Sandbox.SoftMemoryBytes()}},
-			opts: []provider.Option{provider.WithLogger(config.PluginLogger(h.log, p.Name)),
+			opts: append([]provider.Option{provider.WithLogger(config.PluginLogger(h.log, p.Name)),
 				provider.WithTokenizers(meternative.Counters()),
 				provider.WithFailureLimit(int(cfg.Sandbox.Breaker.Failures)),
-				provider.WithFailureWindow(int(cfg.Sandbox.Breaker.WindowSteps))},
+				provider.WithFailureWindow(int(cfg.Sandbox.Breaker.WindowSteps))}, opts...),
 		})
 	}
 	loaded := make([]*provider.Plugin, len(jobs))
@@ -330,6 +336,32 @@ func (h *Host) load(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// summarizeRoute opens the summarize route of compaction plugin p
+// (plugins.NAME.route) and returns the option that sends its summarize
+// calls there; none when p names no route or the session's own.
+func (h *Host) summarizeRoute(p config.Plugin) ([]provider.Option, error) {
+	if p.Route == "" || p.Route == h.route.Name {
+		return nil, nil
+	}
+	for _, m := range h.summary {
+		if m.name == p.Route {
+			return []provider.Option{provider.WithSummarizeRoute(m.Route)}, nil
+		}
+	}
+	r, err := OpenRoute(h.cfg, p.Route, h.opts.Getenv, h.opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: summarize route (plugins.%s.route): %w", p.Name, p.Name, err)
+	}
+	h.summary = append(h.summary, namedSummaryModel{r.Name, host.SummaryModel{Route: r.Route, Model: r.Model}})
+	return []provider.Option{provider.WithSummarizeRoute(r.Route)}, nil
+}
+
+// namedSummaryModel is a summarize route's model and its route's name.
+type namedSummaryModel struct {
+	name string
+	host.SummaryModel
 }
 
 // pluginConfig is the configuration a plugin is loaded with: the
@@ -537,6 +569,11 @@ func (h *Host) agentConfig(p *Providers, c host.Config) host.Config {
 	}
 	if c.Compactors == nil {
 		c.Compactors = p.Compactors
+	}
+	if c.SummaryModels == nil {
+		for _, m := range h.summary {
+			c.SummaryModels = append(c.SummaryModels, m.SummaryModel)
+		}
 	}
 	if c.Meter == nil && p.Meter != nil {
 		c.Meter = p.Meter
