@@ -2,11 +2,14 @@ package inspect
 
 import (
 	"context"
+	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,29 +21,48 @@ import (
 )
 
 // The browser tests drive headless Chromium (Debian's chromium package)
-// with chromedp. Without Chromium they skip, except under CI=true, where
-// they fail. Screenshots go to $WEIR_SCREENSHOTS when set, else to the
-// test's temporary folder.
+// with chromedp: one browser for the package's run, a new tab per test.
+// Without Chromium they skip, except under CI=true, where they fail.
+// Screenshots go to $WEIR_SCREENSHOTS when set, else to the test's
+// temporary folder.
 
-// browser starts a headless Chromium for one test and returns its tab and
-// a counter of JavaScript dialogs it opened (each one dismissed).
-func browser(t *testing.T) (context.Context, *atomic.Int32) {
-	t.Helper()
-	var path string
+var chromium struct {
+	once    sync.Once
+	path    string
+	ctx     context.Context // the browser
+	cancel  func()
+	profile string
+	err     error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chromium.cancel != nil {
+		chromium.cancel()
+	}
+	if chromium.profile != "" {
+		_ = os.RemoveAll(chromium.profile)
+	}
+	os.Exit(code)
+}
+
+// startChromium starts the package's browser on first use.
+func startChromium() {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
-			path = p
+			chromium.path = p
 			break
 		}
 	}
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("Chromium is not installed, and CI=true requires the browser tests: install Debian's chromium package (apt-get install -y chromium)")
-		}
-		t.Skip("Chromium is not installed (Debian: apt-get install -y chromium); the browser tests are skipped")
+	if chromium.path == "" {
+		return
+	}
+	chromium.profile, chromium.err = os.MkdirTemp("", "weir-inspect-chromium-")
+	if chromium.err != nil {
+		return
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
+		chromedp.ExecPath(chromium.path),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -54,15 +76,34 @@ func browser(t *testing.T) (context.Context, *atomic.Int32) {
 		chromedp.Flag("disable-default-apps", true),
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(chromium.profile),
 		chromedp.WindowSize(1100, 820),
 	)
 	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(func() {
+	chromium.ctx = ctx
+	chromium.cancel = func() {
 		cancel()
 		cancelAlloc()
-	})
-	require.NoError(t, chromedp.Do(ctx), "starting Chromium at %s", path)
+	}
+	chromium.err = chromedp.Do(ctx)
+}
+
+// browser opens a tab of the package's headless Chromium for one test and
+// returns it with a counter of JavaScript dialogs it opened (each one
+// dismissed).
+func browser(t *testing.T) (context.Context, *atomic.Int32) {
+	t.Helper()
+	chromium.once.Do(startChromium)
+	if chromium.path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("Chromium is not installed, and CI=true requires the browser tests: install Debian's chromium package (apt-get install -y chromium)")
+		}
+		t.Skip("Chromium is not installed (Debian: apt-get install -y chromium); the browser tests are skipped")
+	}
+	require.NoError(t, chromium.err, "starting Chromium at %s", chromium.path)
+	ctx, cancel := chromedp.NewContext(chromium.ctx)
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1100, 820)), "opening a tab")
 	dialogs := new(atomic.Int32)
 	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
 		if _, ok := ev.(*cdppage.EventJavascriptDialogOpening); ok {
@@ -131,11 +172,16 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("screenshot %s", filepath.Join(dir, name))
 }
 
-// serveHTTP serves an inspector on loopback until the test ends; call it
-// after browser, so the live streams end before the browser closes.
-func serveHTTP(t *testing.T, o Options) *httptest.Server {
+// serveHTTP serves an inspector on loopback until the test ends, through
+// wrap when given; call it after browser, so the live streams end before
+// the tab closes.
+func serveHTTP(t *testing.T, o Options, wrap ...func(http.Handler) http.Handler) *httptest.Server {
 	s := newServer(t, o)
-	srv := httptest.NewServer(s)
+	var h http.Handler = s
+	for _, w := range wrap {
+		h = w(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		s.Close()
 		srv.Close()
@@ -251,25 +297,76 @@ func TestBrowserHostileLogRunsNothing(t *testing.T) {
 	require.Contains(t, eval[string](t, ctx, `document.body.innerText`), "request")
 }
 
-func TestBrowserLiveUpdate(t *testing.T) {
+// TestBrowserLiveExact grows a session the page shows while the server
+// answers each items fetch after a random delay and the new events reach
+// the file in chunks cut at random bytes (torn lines included): every
+// item appears exactly once and the counters follow the log.
+func TestBrowserLiveExact(t *testing.T) {
 	ctx, _ := browser(t)
 	dir := t.TempDir()
 	path := copyDemo(t, dir, "live.jsonl")
-	srv := serveHTTP(t, Options{Dir: dir, Poll: 20 * time.Millisecond})
+	const turns = 8
+	grown := grownBytes(t, path, turns)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(uint64(seed), 29))
+	n := func(k int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return rng.IntN(k)
+	}
+	srv := serveHTTP(t, Options{Dir: dir, Poll: 10 * time.Millisecond}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/items") {
+				time.Sleep(time.Duration(n(150)) * time.Millisecond)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/live.jsonl/"), chromedp.WaitVisible(chromedp.CSS("#items")))
 	waitFor(t, ctx, `document.getElementById("live-state").textContent === "live"`)
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
 
-	appendTurn(t, path, "a question while the page is open", "an answer that arrives live")
-	waitFor(t, ctx, `document.getElementById("items").innerText.includes("an answer that arrives live")`)
-	require.Equal(t, "57", eval[string](t, ctx, `document.getElementById("events").textContent`))
-	require.True(t, eval[bool](t, ctx, `window.__sameDocument === true`), "the page was updated, not reloaded")
-	require.Equal(t, 1.0, eval[float64](t, ctx, `Array.from(document.querySelectorAll(".bubble.user")).filter(b => b.textContent.includes("a question while the page is open")).length`))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	for rest := grown; len(rest) > 0; {
+		k := min(len(rest), 1+n(400))
+		_, err := f.Write(rest[:k])
+		require.NoError(t, err)
+		rest = rest[k:]
+		time.Sleep(time.Duration(n(15)) * time.Millisecond)
+	}
+	require.NoError(t, f.Close())
+	full, err := Load(path)
+	require.NoError(t, err)
+	last := 5 + turns
+	waitFor(t, ctx, `document.getElementById("items").innerText.includes("answer `+itoa(int64(last))+`")`)
+	waitFor(t, ctx, `document.getElementById("events").textContent === "`+itoa(int64(full.Log.Len()))+`"`)
+	time.Sleep(300 * time.Millisecond) // any late duplicate has its chance to land
 
-	appendTurn(t, path, "and a second one", "second answer")
-	waitFor(t, ctx, `document.getElementById("items").innerText.includes("second answer")`)
-	require.Equal(t, 1.0, eval[float64](t, ctx, `Array.from(document.querySelectorAll("h2.turn")).filter(h => h.textContent === "Turn 7").length`), "each item once")
+	require.True(t, eval[bool](t, ctx, `window.__sameDocument === true`), "the page was updated, not reloaded")
+	for i := 1; i <= last; i++ {
+		require.Equal(t, 1.0, eval[float64](t, ctx, `Array.from(document.querySelectorAll("h2.turn")).filter(h => h.textContent === "Turn `+itoa(int64(i))+`").length`), "turn %d once", i)
+	}
+	for i := 6; i <= last; i++ {
+		require.Equal(t, 1.0, eval[float64](t, ctx, `Array.from(document.querySelectorAll(".bubble.user .text")).filter(b => b.textContent === "question `+itoa(int64(i))+`").length`), "question %d once", i)
+	}
+	require.True(t, eval[bool](t, ctx, `(() => { const s = Array.from(document.querySelectorAll("#items > [data-seq]"), e => e.dataset.seq); return new Set(s).size === s.length; })()`), "no seq twice")
+	seqs := eval[[]float64](t, ctx, `Array.from(document.querySelectorAll("#items > [data-seq]"), e => Number(e.dataset.seq))`)
+	m := Build(full)
+	want := make([]float64, 0, len(m.Items))
+	for _, it := range m.Items {
+		if it.Kind == ItemTurnEnd && it.Note == "completed" {
+			continue
+		}
+		want = append(want, float64(it.Seq))
+	}
+	require.Equal(t, want, seqs, "every item of the log, in order")
+	require.Equal(t, itoa(int64(last)), eval[string](t, ctx, `document.getElementById("turns").textContent`))
+	require.Equal(t, itoa(int64(7+turns)), eval[string](t, ctx, `document.getElementById("requests").textContent`))
+	require.Equal(t, "1", eval[string](t, ctx, `document.getElementById("compactions").textContent`))
 }
 
 // TestBrowserLargeSession opens a 100k-event session on a cold server:

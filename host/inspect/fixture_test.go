@@ -107,3 +107,24 @@ func appendTurn(t testing.TB, path, user, answer string) {
 	require.NoError(t, err)
 	require.NoError(t, s.Append(evs))
 }
+
+// grownBytes returns the bytes turns more turns (appendTurn's "question N",
+// "answer N") add to the session file at path, leaving the file as it is.
+func grownBytes(t testing.TB, path string, turns int) []byte {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	scratch := filepath.Join(t.TempDir(), "scratch.jsonl")
+	require.NoError(t, os.WriteFile(scratch, before, 0o600))
+	for i := 0; i < turns; i++ {
+		s, l, err := jsonl.Open(scratch)
+		require.NoError(t, err)
+		turn := l.LastTurn() + 1
+		require.NoError(t, s.Close())
+		appendTurn(t, scratch, "question "+itoa(turn), "answer "+itoa(turn))
+	}
+	after, err := os.ReadFile(scratch)
+	require.NoError(t, err)
+	require.Greater(t, len(after), len(before))
+	return after[len(before):]
+}

@@ -630,8 +630,17 @@ func (s *Server) apiTokens(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"window": m.Window, "threshold": m.Threshold, "points": points, "marks": marks})
 }
 
-// live streams server-sent events: "grow" with the new event count each
-// time the session file grows or changes.
+// counters is the JSON of the whole log's counters a live page shows.
+func counters(m *Model) []byte {
+	b, _ := json.Marshal(map[string]any{"events": m.Summary.Events, "turns": m.Summary.Turns,
+		"requests": m.Summary.Requests, "compactions": m.Summary.Compactions}, json.Deterministic(true))
+	return b
+}
+
+// live streams server-sent events: "hello" with the whole log's counters
+// once it is read, then "grow" with them each time the session file grows
+// or changes. The page fetches the items itself, from the last one it
+// holds (see app.js): the events say only that there is more.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	m, err := s.model(name)
@@ -647,7 +656,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	last := m.Summary.Events
-	fmt.Fprintf(w, "event: hello\ndata: {\"events\":%d}\n\n", last)
+	fmt.Fprintf(w, "event: hello\ndata: %s\n\n", counters(m))
 	fl.Flush()
 	tick := time.NewTicker(s.o.Poll)
 	defer tick.Stop()
@@ -666,7 +675,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		}
 		if n := m.Summary.Events; n != last {
 			last = n
-			fmt.Fprintf(w, "event: grow\ndata: {\"events\":%d}\n\n", n)
+			fmt.Fprintf(w, "event: grow\ndata: %s\n\n", counters(m))
 			fl.Flush()
 			continue
 		}
