@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -133,6 +134,9 @@ type Model struct {
 	callNames map[string]string
 	tokens    *host.Measurement
 	measured  bool
+
+	reqMu sync.Mutex
+	reqs  []*builtRequest // the latest built, last
 }
 
 // Fill returns copies of items with their message content decoded.
@@ -183,6 +187,27 @@ func (m *Model) Fill(items []Item) []Item {
 		}
 	}
 	return out
+}
+
+// Text returns the whole text of the message or tool result at seq, as the
+// trajectory shows it (a prompt card's prompt, a checkpoint's summary).
+func (m *Model) Text(seq int64) (string, bool) {
+	i := sort.Search(len(m.Items), func(i int) bool { return m.Items[i].Seq >= seq })
+	for ; i < len(m.Items) && m.Items[i].Seq == seq; i++ {
+		switch it := m.Items[i]; it.Kind {
+		case ItemPrompt:
+			return it.Prompt.Text, true
+		case ItemMessage, ItemTool, ItemRewrite:
+			return m.Fill(m.Items[i : i+1])[0].Text, true
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	msg, ok := m.Session.Log.Message(seq)
+	if !ok || msg == nil {
+		return "", false
+	}
+	return textOf(msg), true
 }
 
 // callName finds the name of a tool call no tool/call event recorded (a

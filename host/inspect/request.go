@@ -3,6 +3,8 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -49,8 +51,53 @@ func pretty(b []byte) string {
 	return string(v)
 }
 
-// Request builds the requests page's view of the index-th request (1-based).
+// keptRequests is how many built requests a model keeps: views of one
+// request, concurrent or in a row, share one build (the body, its pretty
+// form and the diff, each as large as the request), so a view costs only
+// its bounded page.
+const keptRequests = 4
+
+type builtRequest struct {
+	key  int64 // the request's index, or -seq for a plugin call
+	once sync.Once
+	r    *Request
+	err  error
+}
+
+// built returns the request key names, building it once however many
+// views want it.
+func (m *Model) built(key int64, build func() (*Request, error)) (*Request, error) {
+	m.reqMu.Lock()
+	var b *builtRequest
+	if i := slices.IndexFunc(m.reqs, func(b *builtRequest) bool { return b.key == key }); i >= 0 {
+		b = m.reqs[i]
+		m.reqs = append(slices.Delete(m.reqs, i, i+1), b)
+	} else {
+		b = &builtRequest{key: key}
+		if len(m.reqs) >= keptRequests {
+			m.reqs = slices.Delete(m.reqs, 0, 1)
+		}
+		m.reqs = append(m.reqs, b)
+	}
+	m.reqMu.Unlock()
+	b.once.Do(func() { b.r, b.err = build() })
+	return b.r, b.err
+}
+
+// Request returns the requests page's view of the index-th request
+// (1-based). It is shared: callers must not change it.
 func (m *Model) Request(index int) (*Request, error) {
+	return m.built(int64(index), func() (*Request, error) { return m.request(index) })
+}
+
+// Call returns the requests page's view of a model call a plugin caused
+// (a compaction's summarization), named by its plugin/call seq. It is
+// shared: callers must not change it.
+func (m *Model) Call(seq int64) (*Request, error) {
+	return m.built(-seq, func() (*Request, error) { return m.call(seq) })
+}
+
+func (m *Model) request(index int) (*Request, error) {
 	if index < 1 || index > len(m.Requests) {
 		return nil, fmt.Errorf("request %d does not exist: the session has %d requests", index, len(m.Requests))
 	}
@@ -82,9 +129,7 @@ func (m *Model) Request(index int) (*Request, error) {
 	return r, nil
 }
 
-// Call builds the requests page's view of a model call a plugin caused
-// (a compaction's summarization), named by its plugin/call seq.
-func (m *Model) Call(seq int64) (*Request, error) {
+func (m *Model) call(seq int64) (*Request, error) {
 	body, err := Body(m.Session, seq)
 	if err != nil {
 		return nil, fmt.Errorf("the plugin call at seq %d cannot be rebuilt: %w", seq, err)

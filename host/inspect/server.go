@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/surface"
 	"github.com/weirhost/weir/surface/jsonl"
 )
 
@@ -109,6 +111,8 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/s/{name}/requests/{n}/body", s.apiBody)
 	s.mux.HandleFunc("GET /api/s/{name}/calls/{seq}/body", s.apiCallBody)
 	s.mux.HandleFunc("GET /api/s/{name}/tokens", s.apiTokens)
+	s.mux.HandleFunc("GET /api/s/{name}/events/{seq}", s.apiEvent)
+	s.mux.HandleFunc("GET /api/s/{name}/events/{seq}/text", s.apiEventText)
 	return s, nil
 }
 
@@ -510,8 +514,8 @@ func (s *Server) requestArg(w http.ResponseWriter, r *http.Request, arg string) 
 	n := 0
 	if v := r.URL.Query().Get("at"); v != "" && arg == "" {
 		seq, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			s.fail(w, fmt.Errorf("%w: at=%q is not a seq", errBadRequest, v))
+		if err != nil || seq < 0 {
+			s.fail(w, fmt.Errorf("%w: at=%q is not a seq (a number from 0 on)", errBadRequest, v))
 			return nil, nil, false
 		}
 		if e, ok := m.Session.Log.Event(seq); ok && e.Type == host.TypePluginCall {
@@ -563,10 +567,73 @@ func (s *Server) apiRequest(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// download marks a response as a file to save, named after the session.
+func download(w http.ResponseWriter, r *http.Request, name, ext string) {
+	if r.URL.Query().Get("download") != "" || ext == ".txt" {
+		base := strings.TrimSuffix(r.PathValue("name"), ".jsonl")
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": base + "-" + name + ext}))
+	}
+}
+
+// eventArg returns the event the seq path value names.
+func (s *Server) eventArg(w http.ResponseWriter, r *http.Request) (*Model, surface.Event, bool) {
+	m, err := s.model(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return nil, surface.Event{}, false
+	}
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil || seq < 0 {
+		s.fail(w, fmt.Errorf("%w: %q is not a seq", errBadRequest, r.PathValue("seq")))
+		return nil, surface.Event{}, false
+	}
+	e, ok := m.Session.Log.Event(seq)
+	if !ok {
+		s.fail(w, fmt.Errorf("%w: session %q has no event at seq %d", errNotFound, r.PathValue("name"), seq))
+		return nil, surface.Event{}, false
+	}
+	return m, e, true
+}
+
+// apiEvent serves one event whole (its data as the log holds it): what a
+// page cut short links to.
+func (s *Server) apiEvent(w http.ResponseWriter, r *http.Request) {
+	_, e, ok := s.eventArg(w, r)
+	if !ok {
+		return
+	}
+	data := jsontext.Value(e.Data)
+	if !data.IsValid() {
+		data = jsontext.Value("null")
+	}
+	v := map[string]any{"seq": e.Seq, "type": e.Type, "time": e.Time, "data": data}
+	download(w, r, "seq-"+strconv.FormatInt(e.Seq, 10), ".json")
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.MarshalWrite(w, v, json.Deterministic(true))
+}
+
+// apiEventText serves the whole text of the message or tool result at a
+// seq as a plain-text download.
+func (s *Server) apiEventText(w http.ResponseWriter, r *http.Request) {
+	m, e, ok := s.eventArg(w, r)
+	if !ok {
+		return
+	}
+	text, ok := m.Text(e.Seq)
+	if !ok {
+		s.fail(w, fmt.Errorf("%w: the event at seq %d (%s) holds no message", errNotFound, e.Seq, e.Type))
+		return
+	}
+	download(w, r, "seq-"+strconv.FormatInt(e.Seq, 10), ".txt")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, text)
+}
+
 // apiBody serves the exact wire body with the trailing newline host
 // request --at prints.
 func (s *Server) apiBody(w http.ResponseWriter, r *http.Request) {
 	if _, req, ok := s.requestArg(w, r, r.PathValue("n")); ok {
+		download(w, r, "request-"+strconv.Itoa(req.Index), ".json")
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(req.Body + "\n"))
 	}
@@ -594,6 +661,7 @@ func (s *Server) apiCallBody(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	download(w, r, "call-"+strconv.FormatInt(seq, 10), ".json")
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(req.Body + "\n"))
 }

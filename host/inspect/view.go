@@ -6,7 +6,68 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
+
+// A page shows at most ShowBytes of one block (a message, a tool result, a
+// request body) and at most ShowLine bytes of any of its lines; the rest is
+// a link to the raw bytes. This bounds a page's size, the memory its
+// rendering takes and the browser's layout work, whatever the log holds.
+const (
+	ShowBytes = 64 << 10
+	ShowLine  = 2 << 10
+)
+
+// Shown is a block as a page shows it.
+type Shown struct {
+	Text  string // what the page shows (cut lines end with "…")
+	Cut   bool   // Text is not the whole block
+	Chars int    // the whole block's length in characters
+	Lines int    // lines cut short
+}
+
+// show bounds s for a page (see ShowBytes).
+func show(s string) Shown {
+	out := Shown{Chars: utf8.RuneCountInString(s)}
+	if len(s) <= ShowLine && !strings.Contains(s, "\n") {
+		out.Text = s
+		return out
+	}
+	var b strings.Builder
+	rest := s
+	for rest != "" && b.Len() < ShowBytes {
+		line, tail, nl := strings.Cut(rest, "\n")
+		rest = tail
+		room := min(ShowLine, ShowBytes-b.Len())
+		if len(line) > room {
+			out.Lines++
+			b.WriteString(cutAt(line, room) + "…")
+			if room < ShowLine {
+				rest = "…" // the block's bound: nothing more is shown
+				break
+			}
+		} else {
+			b.WriteString(line)
+		}
+		if nl {
+			b.WriteByte('\n')
+		}
+	}
+	out.Text = b.String()
+	out.Cut = rest != "" || out.Lines > 0
+	return out
+}
+
+// cutAt returns s's first n bytes or fewer, ending on a character boundary.
+func cutAt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
 
 // visible replaces the characters that reorder or hide text (bidi
 // controls, zero-width marks) with a visible <U+XXXX> so log content cannot
@@ -36,8 +97,11 @@ func hidden(r rune) bool {
 }
 
 var funcs = template.FuncMap{
-	"vis": visible,
-	"pe":  url.PathEscape,
+	"vis":  visible,
+	"show": show,
+	// chars is a text's length in characters, not bytes.
+	"chars": utf8.RuneCountInString,
+	"pe":    url.PathEscape,
 	"when": func(ms int64) string {
 		if ms == 0 {
 			return "—"
@@ -49,11 +113,22 @@ var funcs = template.FuncMap{
 	"lines":  func(s string) []string { return strings.Split(s, "\n") },
 	"prefix": func(s, p string) bool { return strings.HasPrefix(s, p) },
 	"short": func(s string, n int) string {
-		s = strings.Join(strings.Fields(s), " ")
+		s = strings.Join(strings.Fields(cutAt(s, 8*n)), " ")
 		if r := []rune(s); len(r) > n {
 			return string(r[:n-1]) + "…"
 		}
 		return s
+	},
+	"showBytes": func() int { return ShowBytes },
+	"showLine":  func() int { return ShowLine },
+	// cut is the "cut" template's argument: a link to the whole text of
+	// the event at seq (what "text") or to the event itself ("event").
+	"cut": func(s Shown, name string, seq int64, what string) map[string]any {
+		href := "/api/s/" + url.PathEscape(name) + "/events/" + fmt.Sprint(seq)
+		if what == "text" {
+			href += "/text"
+		}
+		return map[string]any{"Shown": s, "Href": href, "What": what}
 	},
 	"total": func(u interface{ Total() int64 }) int64 { return u.Total() },
 }
