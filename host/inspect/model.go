@@ -106,6 +106,9 @@ type Summary struct {
 	Requests     int    `json:"requests"`
 	Compactions  int    `json:"compactions"`
 	Error        string `json:"error,omitzero"`
+	// Pending marks a session not indexed yet: only its name, id and the
+	// file's modification time (as LastActivity) are known.
+	Pending bool `json:"pending,omitzero"`
 }
 
 // Model is everything the pages show of one session, built in one pass.
