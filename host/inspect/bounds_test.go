@@ -88,3 +88,27 @@ func TestBigBlocksAreBounded(t *testing.T) {
 	t.Logf("a view of a request carrying a 5 MB result allocates %d KiB (page %d KiB)", per>>10, len(page)>>10)
 	require.Less(t, per, uint64(4<<20), "bytes allocated per view")
 }
+
+func TestVisible(t *testing.T) {
+	for _, tc := range []struct{ in, out string }{
+		{"plain", "plain"},
+		{"invoice\u202Efdp.exe", "invoice<U+202E>fdp.exe"},
+		{"a\u200Bb\uFEFF", "a<U+200B>b<U+FEFF>"},
+		// Tag characters spell "hi" invisibly after the text.
+		{"ok\U000E0068\U000E0069\U000E007F", "ok<U+E0068><U+E0069><U+E007F>"},
+		{"\U000E0001lang", "<U+E0001>lang"},
+		{"\U000E0080", "\U000E0080"}, // past the tag block: a variation selector, left alone
+	} {
+		require.Equal(t, tc.out, visible(tc.in), "%q", tc.in)
+	}
+}
+
+func TestRequestAtNegativeIsBadRequest(t *testing.T) {
+	s := newServer(t, Options{Files: []string{demoPath(t)}})
+	t.Cleanup(s.Close)
+	for _, at := range []string{"-1", "x"} {
+		res := get(t, s, "GET", "/s/demo.jsonl/requests?at="+at)
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, at)
+		require.Contains(t, body(t, res), "is not a seq")
+	}
+}

@@ -192,11 +192,13 @@ func serveHTTP(t *testing.T, o Options, wrap ...func(http.Handler) http.Handler)
 func TestBrowserDemo(t *testing.T) {
 	ctx, dialogs := browser(t)
 	path := demoPath(t)
-	srv := serveHTTP(t, Options{Files: []string{path}})
+	long := copyDemo(t, t.TempDir(), strings.Repeat("a-session-with-a-long-name-", 6)+"demo.jsonl")
+	srv := serveHTTP(t, Options{Files: []string{path, long}})
 
-	// Sessions.
+	// Sessions: a long name wraps inside the page.
 	within(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
 	require.Equal(t, "session-demo-1", eval[string](t, ctx, `document.querySelector("table.sessions tbody tr td:nth-child(2)").textContent`))
+	require.True(t, eval[bool](t, ctx, `document.querySelector("table.sessions").getBoundingClientRect().right <= document.documentElement.clientWidth`), "the table fits the window")
 	screenshot(t, ctx, "sessions.png")
 
 	// Trajectory: the node 0 replacement is a collapsed card, never a bubble.
@@ -245,6 +247,13 @@ func TestBrowserDemo(t *testing.T) {
 	for _, sel := range []string{"line.window", "line.threshold", "line.mark.compaction", "line.mark.prompt"} {
 		require.Greater(t, eval[float64](t, ctx, `document.querySelector("#chart `+sel+`").getBoundingClientRect().width + document.querySelector("#chart `+sel+`").getBoundingClientRect().height`), 0.0, sel)
 	}
+	// Every label inside the chart; the meter's line above the provider's
+	// marks.
+	require.Zero(t, eval[float64](t, ctx, `(() => { const c = document.getElementById("chart").getBoundingClientRect();
+		return Array.from(document.querySelectorAll("#chart text")).filter(t => { const r = t.getBoundingClientRect(); return r.left < c.left || r.right > c.right; }).length; })()`),
+		"no label is clipped")
+	require.True(t, eval[bool](t, ctx, `(() => { const line = document.querySelector("#chart polyline.meter"), rects = document.querySelectorAll("#chart rect.usage");
+		return rects.length > 0 && Array.from(rects).every(r => r.compareDocumentPosition(line) & Node.DOCUMENT_POSITION_FOLLOWING); })()`), "the line is drawn after the provider's marks")
 	screenshot(t, ctx, "tokens.png")
 	type pt struct{ X, Y float64 }
 	p := eval[pt](t, ctx, `(() => { const r = document.querySelectorAll("#chart a.point circle")[2].getBoundingClientRect(); return {X: r.x + r.width/2, Y: r.y + r.height/2}; })()`)

@@ -140,6 +140,10 @@ type Model struct {
 
 	reqMu sync.Mutex
 	reqs  []*builtRequest // the latest built, last
+
+	chartOnce sync.Once
+	points    []Point
+	marks     []Mark
 }
 
 // Fill returns copies of items with their message content decoded.
@@ -573,7 +577,13 @@ type Mark struct {
 
 // Chart prices the context of every request with the token meter in one
 // pass over the log: each point is measured just before its settlement.
+// It is computed once per model; callers must not change what it returns.
 func (m *Model) Chart() ([]Point, []Mark) {
+	m.chartOnce.Do(func() { m.points, m.marks = m.chart() })
+	return m.points, m.marks
+}
+
+func (m *Model) chart() ([]Point, []Mark) {
 	events := m.Session.Log.Events()
 	mt, err := newMeter()
 	points := make([]Point, 0, len(m.Requests))

@@ -920,12 +920,20 @@ func (s *Server) apiCallBody(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(req.Body + "\n"))
 }
 
+// TableRows is the number of requests a page of the tokens table lists.
+const TableRows = 200
+
 type tokensData struct {
 	Title  string
 	Name   string
 	Model  *Model
 	Chart  *Chart
 	Points []Point
+	// Rows are the table's page of Points: rows First to Last (1-based)
+	// of page Page of Pages; Prev and Next the pages around it (0: none).
+	Rows                    []Point
+	First, Last             int
+	Page, Pages, Prev, Next int
 }
 
 func (s *Server) tokensPage(w http.ResponseWriter, r *http.Request) {
@@ -935,8 +943,25 @@ func (s *Server) tokensPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	page, err := pageNumber(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	points, marks := m.Chart()
-	s.render(w, "tokens.html", tokensData{Title: name + " · tokens", Name: name, Model: m, Chart: drawChart(m, points, marks, r.URL.Query().Get("scale") == "data"), Points: points})
+	d := tokensData{Title: name + " · tokens", Name: name, Model: m, Chart: drawChart(m, points, marks, r.URL.Query().Get("scale") == "data"), Points: points}
+	d.Pages = max(1, (len(points)+TableRows-1)/TableRows)
+	if page >= d.Pages {
+		s.fail(w, fmt.Errorf("%w: page %d: the table has %d pages", errNotFound, page+1, d.Pages))
+		return
+	}
+	from := page * TableRows
+	d.Rows = points[from:min(len(points), from+TableRows)]
+	d.First, d.Last, d.Page, d.Prev = from+1, from+len(d.Rows), page+1, page
+	if page+1 < d.Pages {
+		d.Next = page + 2
+	}
+	s.render(w, "tokens.html", d)
 }
 
 func (s *Server) apiTokens(w http.ResponseWriter, r *http.Request) {

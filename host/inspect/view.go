@@ -70,8 +70,9 @@ func cutAt(s string, n int) string {
 }
 
 // visible replaces the characters that reorder or hide text (bidi
-// controls, zero-width marks) with a visible <U+XXXX> so log content cannot
-// disguise itself. html/template escapes everything else.
+// controls, zero-width marks, the Unicode tag characters U+E0000–U+E007F
+// that carry invisible ASCII) with a visible <U+XXXX> so log content
+// cannot disguise itself. html/template escapes everything else.
 func visible(s string) string {
 	if !strings.ContainsFunc(s, hidden) {
 		return s
@@ -90,7 +91,7 @@ func visible(s string) string {
 func hidden(r rune) bool {
 	switch {
 	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C,
-		r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0xFEFF:
+		r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0xFEFF, r >= 0xE0000 && r <= 0xE007F:
 		return true
 	}
 	return false
@@ -146,6 +147,7 @@ type Chart struct {
 	Marks             []MarkLine
 	Ticks             []Tick
 	Fit               bool
+	Dense             bool // more requests than ChartColumns: columns are drawn
 }
 
 // Dot is one clickable point.
@@ -161,11 +163,31 @@ type Line struct {
 	Label string
 }
 
-// MarkLine is a vertical rule (a compaction, a prompt change).
+// MarkLine is a vertical rule (a compaction, a prompt change); Anchor
+// keeps its label inside the chart at either edge.
 type MarkLine struct {
-	X     int
-	Kind  string
-	Label string
+	X      int
+	Kind   string
+	Label  string
+	Anchor string
+}
+
+// ChartColumns is the most columns a chart draws: above it, consecutive
+// requests share a column, drawn as the line through their minimum and
+// maximum and one point (the maximum) that opens the column's largest
+// request, so the chart's size does not grow with the session's.
+const ChartColumns = 400
+
+// column is one drawn column: the points from lo to hi (indexes).
+type column struct{ lo, hi int }
+
+func columns(n int) []column {
+	k := min(n, ChartColumns)
+	out := make([]column, 0, k)
+	for c := range k {
+		out = append(out, column{lo: c * n / k, hi: (c+1)*n/k - 1})
+	}
+	return out
 }
 
 // Tick is a y-axis label.
@@ -178,7 +200,7 @@ type Tick struct {
 // of the window (the window and threshold rules are then drawn only when
 // they fall inside).
 func drawChart(m *Model, points []Point, marks []Mark, fit bool) *Chart {
-	c := &Chart{W: 900, H: 320, Left: 60, Top: 30, Bottom: 290, Fit: fit}
+	c := &Chart{W: 900, H: 320, Left: 60, Top: 30, Bottom: 290, Fit: fit, Dense: len(points) > ChartColumns}
 	var max int64
 	if !fit {
 		max = maxInt(m.Window, m.Threshold)
@@ -203,14 +225,45 @@ func drawChart(m *Model, points []Point, marks []Mark, fit bool) *Chart {
 	}
 	y := func(v int64) int { return c.Bottom - int(float64(v)/float64(max)*float64(c.Bottom-c.Top)) }
 	var poly []string
-	for i, p := range points {
-		poly = append(poly, fmt.Sprintf("%d,%d", x(i), y(p.Tokens)))
-		c.Dots = append(c.Dots, Dot{X: x(i), Y: y(p.Tokens), Index: p.Index,
-			Title: fmt.Sprintf("request %d (seq %d): %d tokens (meter)", p.Index, p.Seq, p.Tokens)})
-		if p.Usage != nil {
-			in := p.Usage.Input + p.Usage.CacheRead + p.Usage.CacheWrite
-			c.Usage = append(c.Usage, Dot{X: x(i), Y: y(in), Index: p.Index,
-				Title: fmt.Sprintf("request %d: %d input tokens (provider)", p.Index, in)})
+	input := func(p Point) int64 { return p.Usage.Input + p.Usage.CacheRead + p.Usage.CacheWrite }
+	for _, col := range columns(len(points)) {
+		lo, hi, in := col.lo, col.lo, -1
+		for i := col.lo; i <= col.hi; i++ {
+			if points[i].Tokens < points[lo].Tokens {
+				lo = i
+			}
+			if points[i].Tokens > points[hi].Tokens {
+				hi = i
+			}
+			if points[i].Usage != nil && (in < 0 || input(points[i]) > input(points[in])) {
+				in = i
+			}
+		}
+		top := hi
+		// The line passes through the column's minimum and maximum in
+		// their order.
+		first, second := lo, hi
+		if hi < lo {
+			first, second = hi, lo
+		}
+		poly = append(poly, fmt.Sprintf("%d,%d", x(first), y(points[first].Tokens)))
+		if second != first {
+			poly = append(poly, fmt.Sprintf("%d,%d", x(second), y(points[second].Tokens)))
+		}
+		p := points[top]
+		title := fmt.Sprintf("request %d (seq %d): %d tokens (meter)", p.Index, p.Seq, p.Tokens)
+		if col.hi > col.lo {
+			title = fmt.Sprintf("requests %d to %d: %d to %d tokens (meter); the point opens request %d, the largest",
+				points[col.lo].Index, points[col.hi].Index, points[lo].Tokens, p.Tokens, p.Index)
+		}
+		c.Dots = append(c.Dots, Dot{X: x(top), Y: y(p.Tokens), Index: p.Index, Title: title})
+		if in >= 0 {
+			q := points[in]
+			title := fmt.Sprintf("request %d: %d input tokens (provider)", q.Index, input(q))
+			if col.hi > col.lo {
+				title = fmt.Sprintf("requests %d to %d: at most %d input tokens (provider), at request %d", points[col.lo].Index, points[col.hi].Index, input(q), q.Index)
+			}
+			c.Usage = append(c.Usage, Dot{X: x(in), Y: y(input(q)), Index: q.Index, Title: title})
 		}
 	}
 	c.Meter = strings.Join(poly, " ")
@@ -236,7 +289,14 @@ func drawChart(m *Model, points []Point, marks []Mark, fit bool) *Chart {
 				xx = (x(i-1) + x(i)) / 2
 			}
 		}
-		c.Marks = append(c.Marks, MarkLine{X: xx, Kind: mk.Kind, Label: mk.Label})
+		anchor := "middle"
+		switch {
+		case xx > c.W-60:
+			anchor = "end"
+		case xx < c.Left+40:
+			anchor = "start"
+		}
+		c.Marks = append(c.Marks, MarkLine{X: xx, Kind: mk.Kind, Label: mk.Label, Anchor: anchor})
 	}
 	for k := 0; k <= 4; k++ {
 		v := max * int64(k) / 4
