@@ -42,6 +42,14 @@ type Item struct {
 	Type string `json:"type"`
 	Turn int64  `json:"turn,omitzero"`
 	Step int64  `json:"step,omitzero"`
+	// Time is the event's time (epoch ms). Duration is a turn's or step's
+	// wall time, from its start to its end event (zero while it is open);
+	// Wall a settlement's, from the event before it (the log holds no
+	// dispatch instant: that is when the host last wrote before the
+	// request).
+	Time     int64 `json:"time"`
+	Duration int64 `json:"durationMs,omitzero"`
+	Wall     int64 `json:"wallMs,omitzero"`
 	// Message items: the role, the text, reasoning and tool calls.
 	Role      string     `json:"role,omitzero"`
 	Text      string     `json:"text,omitzero"`
@@ -261,7 +269,8 @@ func Build(s *Session) *Model {
 	var turn, step int64
 	var provider, model string
 	var maxTokens int64
-	for _, e := range events {
+	turnAt, stepAt := -1, -1 // the open turn's and step's items
+	for k, e := range events {
 		var msg *surface.Message
 		if e.Type == surface.TypeSystemMessage || e.Op.Kind == surface.OpReplace {
 			msg, _ = l.Message(e.Seq)
@@ -272,21 +281,29 @@ func Build(s *Session) *Model {
 			m.Items = append(m.Items, Item{Seq: e.Seq, Kind: ItemPrompt, Type: e.Type, Turn: turn, Step: step, Prompt: &p})
 			continue
 		}
-		it := Item{Seq: e.Seq, Type: e.Type, Turn: turn, Step: step}
+		it := Item{Seq: e.Seq, Type: e.Type, Turn: turn, Step: step, Time: e.Time}
 		switch e.Type {
 		case surface.TypeTurnStart:
 			var d host.StepRef
 			_ = json.Unmarshal(e.Data, &d)
 			turn, step = d.Turn, 0
 			it.Kind, it.Turn = ItemTurn, turn
+			turnAt, stepAt = len(m.Items), -1
 		case surface.TypeStepStart:
 			var d host.StepRef
 			_ = json.Unmarshal(e.Data, &d)
 			step = d.Step
 			it.Kind, it.Step = ItemStep, step
+			stepAt = len(m.Items)
 		case surface.TypeStepEnd:
+			if stepAt >= 0 {
+				m.Items[stepAt].Duration, stepAt = max(0, e.Time-m.Items[stepAt].Time), -1
+			}
 			continue
 		case surface.TypeTurnEnd:
+			if turnAt >= 0 {
+				m.Items[turnAt].Duration, turnAt = max(0, e.Time-m.Items[turnAt].Time), -1
+			}
 			var d surface.TurnEnd
 			_ = json.Unmarshal(e.Data, &d)
 			if d.Reason.Kind == surface.EndCompleted {
@@ -332,10 +349,12 @@ func Build(s *Session) *Model {
 			if e.Type == surface.TypeAssistantMessage {
 				m.Requests = append(m.Requests, e.Seq)
 				it.Request = len(m.Requests)
+				it.Wall = wall(events, k)
 			}
 		case surface.TypeAssistantAttempt:
 			m.Requests = append(m.Requests, e.Seq)
 			it.Kind, it.Request, it.Note = ItemAttempt, len(m.Requests), "the attempt failed; nothing was committed to the surface"
+			it.Wall = wall(events, k)
 		case surface.TypeToolResult:
 			it.Kind = ItemTool
 			if e.Op.Kind == surface.OpReplace {
@@ -420,6 +439,14 @@ func Build(s *Session) *Model {
 		m.Summary.LastActivity = events[n-1].Time
 	}
 	return m
+}
+
+// wall is a settlement's wall time: from the event before it.
+func wall(events []surface.Event, k int) int64 {
+	if k == 0 {
+		return 0
+	}
+	return max(0, events[k].Time-events[k-1].Time)
 }
 
 func compactionEvent(comps map[string]*Compaction, e surface.Event, order *[]*Compaction) *Compaction {

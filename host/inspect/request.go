@@ -29,6 +29,10 @@ type Request struct {
 	Tokens *host.Measurement `json:"tokens,omitzero"`
 	Usage  *surface.Usage    `json:"usage,omitzero"`
 	Failed bool              `json:"failed,omitzero"`
+	// Time is the settlement's time (epoch ms) and Wall its wall time
+	// (see Item.Wall).
+	Time int64 `json:"time,omitzero"`
+	Wall int64 `json:"wallMs,omitzero"`
 	// Call marks a plugin\'s model call (Seq is its plugin/call event).
 	Call bool `json:"pluginCall,omitzero"`
 }
@@ -122,6 +126,7 @@ func (m *Model) request(index int) (*Request, error) {
 	}
 	e := events[seq]
 	r.Failed = e.Type == surface.TypeAssistantAttempt
+	r.Time, r.Wall = e.Time, wall(events, int(seq))
 	var d surface.StepMessage
 	if json.Unmarshal(e.Data, &d) == nil {
 		r.Usage = d.Usage

@@ -109,6 +109,13 @@ var funcs = template.FuncMap{
 		}
 		return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05 UTC")
 	},
+	// ms is a duration in milliseconds, readable.
+	"ms": func(ms int64) string {
+		if ms < 1000 {
+			return fmt.Sprintf("%d ms", ms)
+		}
+		return fmt.Sprintf("%.1f s", float64(ms)/1000)
+	},
 	"add":    func(a, b int) int { return a + b },
 	"sub":    func(a, b int) int { return a - b },
 	"lines":  func(s string) []string { return strings.Split(s, "\n") },

@@ -1,0 +1,60 @@
+package inspect
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/surface"
+)
+
+// TestDurations builds a log whose clock advances 100 ms an event: turns
+// and steps carry their wall time, settlements theirs, and the pages show
+// them.
+func TestDurations(t *testing.T) {
+	now := int64(1767268800000)
+	l := surface.New(surface.WithClock(func() int64 { now += 100; return now }))
+	data := func(v any) []byte {
+		b, err := surface.Data(v)
+		require.NoError(t, err)
+		return b
+	}
+	model := surface.Source{Kind: "model", Provider: "offline", Model: "demo"}
+	for _, p := range []surface.Proposal{
+		{Type: surface.TypeTurnStart, Data: data(map[string]any{"turn": 1})},
+		{Type: surface.TypeStepStart, Data: data(map[string]any{"turn": 1, "step": 1})},
+		{Type: surface.TypeUserMessage, Op: surface.Append, Data: data(surface.Message{ID: "u", Role: "user", Source: surface.Source{Kind: "user"}, Content: []surface.Block{surface.Text("hi")}})},
+		{Type: surface.TypeAssistantMessage, Op: surface.Append, Data: data(surface.StepMessage{Turn: 1, Step: 1,
+			Message: surface.Message{ID: "a", Role: "assistant", Source: model, Content: []surface.Block{surface.Text("hello")}}})},
+		{Type: surface.TypeStepEnd, Data: data(map[string]any{"turn": 1, "step": 1})},
+		{Type: surface.TypeTurnEnd, Data: data(map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}})},
+		{Type: surface.TypeTurnStart, Data: data(map[string]any{"turn": 2})},
+		{Type: surface.TypeStepStart, Data: data(map[string]any{"turn": 2, "step": 1})},
+	} {
+		_, err := l.Append(p)
+		require.NoError(t, err)
+	}
+	m := Build(&Session{ID: "timed", Log: l})
+	got := map[string]Item{}
+	for _, it := range m.Items {
+		if it.Kind != ItemMessage || it.Request > 0 {
+			got[it.Kind+itoa(it.Turn)] = it
+		}
+	}
+	require.Equal(t, int64(500), got["turn1"].Duration, "turn/start to turn/end")
+	require.Equal(t, int64(300), got["step1"].Duration, "step/start to step/end")
+	require.Equal(t, 1, got["message1"].Request)
+	require.Equal(t, int64(100), got["message1"].Wall, "the settlement, from the event before it")
+	require.Zero(t, got["turn2"].Duration, "an open turn has none")
+	require.Zero(t, got["step2"].Duration)
+	require.Equal(t, int64(1767268800100), got["turn1"].Time)
+
+	s := newServer(t, Options{})
+	t.Cleanup(s.Close)
+	var b strings.Builder
+	require.NoError(t, s.pages.ExecuteTemplate(&b, "items", trajectoryData{Name: "timed", Model: m, Items: m.Fill(m.Items), Next: -1}))
+	require.Contains(t, b.String(), `Turn 1<span class="dur"> · 500 ms</span>`)
+	require.Contains(t, b.String(), `step 1 · 300 ms`)
+	require.Contains(t, b.String(), `>100 ms</span>`)
+	require.Contains(t, b.String(), `title="2026-01-01 12:00:00 UTC"`)
+}
