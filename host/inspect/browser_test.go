@@ -401,3 +401,39 @@ func TestBrowserLargeSession(t *testing.T) {
 	waitFor(t, ctx, `document.querySelectorAll("#items > .it").length >= 2 * `+itoa(PageSize))
 	waitFor(t, ctx, `document.getElementById("events").textContent === "100000" || Number(document.getElementById("events").textContent) >= 100000`)
 }
+
+// TestBrowserBigViews opens what used to be unusable: a request carrying
+// a 5 MB tool result, its trajectory, and the chart of a session with more
+// requests than ChartColumns. It logs the browser's timings (a report:
+// the figures that matter are the benchmarks').
+func TestBrowserBigViews(t *testing.T) {
+	ctx, dialogs := browser(t)
+	dir := t.TempDir()
+	path := copyDemo(t, dir, "big.jsonl")
+	seq := appendToolTurn(t, path, bigResult(5<<20))
+	long := bigSession(t, t.TempDir(), 2300)
+	srv := serveHTTP(t, Options{Files: []string{path, long}})
+	m, err := Load(path)
+	require.NoError(t, err)
+	n := len(Build(m).Requests)
+
+	type timing struct{ Response, Load float64 }
+	timings := `(() => { const n = performance.getEntriesByType("navigation")[0]; return {Response: n.responseEnd, Load: n.loadEventEnd}; })()`
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/requests?n="+itoa(int64(n))), chromedp.WaitVisible(chromedp.ID("body-cut")))
+	tm := eval[timing](t, ctx, timings)
+	t.Logf("request with a 5 MB tool result: response end %.0f ms, load %.0f ms", tm.Response, tm.Load)
+	require.Less(t, eval[float64](t, ctx, `document.documentElement.outerHTML.length`), float64(256<<10), "a bounded page")
+	require.Contains(t, eval[string](t, ctx, `document.getElementById("body-cut").textContent`), "download the exact body")
+	screenshot(t, ctx, "big-request.png")
+
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/#e"+itoa(seq)), chromedp.WaitVisible(chromedp.CSS("#items")))
+	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("e`+itoa(seq)+`").querySelector("details").open = true; document.getElementById("e`+itoa(seq)+`").scrollIntoView()`))
+	require.Equal(t, "/api/s/big.jsonl/events/"+itoa(seq)+"/text", eval[string](t, ctx, `document.getElementById("e`+itoa(seq)+`").querySelector(".cut a[download]").getAttribute("href")`))
+	screenshot(t, ctx, "big-result.png")
+
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl~2/tokens"), chromedp.WaitVisible(chromedp.ID("chart")))
+	require.Equal(t, float64(ChartColumns), eval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
+	require.Equal(t, float64(TableRows), eval[float64](t, ctx, `document.querySelectorAll("table.points tbody tr").length`))
+	screenshot(t, ctx, "tokens-dense.png")
+	require.Zero(t, dialogs.Load())
+}
