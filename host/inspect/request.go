@@ -33,6 +33,11 @@ type Request struct {
 	// (see Item.Wall).
 	Time int64 `json:"time,omitzero"`
 	Wall int64 `json:"wallMs,omitzero"`
+	// Prompt is the latest system-prompt event before the request: the
+	// prompt version it carried; PromptNew reports that it came after the
+	// previous request (so this is the first request to carry it).
+	Prompt    *PromptEvent `json:"prompt,omitzero"`
+	PromptNew bool         `json:"promptNew,omitzero"`
 	// Call marks a plugin\'s model call (Seq is its plugin/call event).
 	Call bool `json:"pluginCall,omitzero"`
 }
@@ -122,6 +127,12 @@ func (m *Model) request(index int) (*Request, error) {
 		if t, err := mt.Measure(context.Background(), nil); err == nil {
 			t.Nodes = nil
 			r.Tokens = t
+		}
+	}
+	for i := len(m.Prompts) - 1; i >= 0; i-- {
+		if p := m.Prompts[i]; p.Seq < seq {
+			r.Prompt, r.PromptNew = &p, p.Seq > r.Prev
+			break
 		}
 	}
 	e := events[seq]

@@ -58,3 +58,39 @@ func TestDurations(t *testing.T) {
 	require.Contains(t, b.String(), `>100 ms</span>`)
 	require.Contains(t, b.String(), `title="2026-01-01 12:00:00 UTC"`)
 }
+
+// TestRequestPromptCard: each request names the prompt version it carried,
+// and the first request after a change says so with the diff.
+func TestRequestPromptCard(t *testing.T) {
+	s := newServer(t, Options{Files: []string{demoPath(t)}})
+	t.Cleanup(s.Close)
+	m, err := s.model("demo.jsonl")
+	require.NoError(t, err)
+	var changed PromptEvent
+	for _, p := range m.Prompts {
+		if p.Kind == PromptChanged {
+			changed = p
+		}
+	}
+	require.NotZero(t, changed.Seq, "the demo changes its prompt")
+	news := 0
+	for n := 1; n <= len(m.Requests); n++ {
+		page := ok(t, s, "/s/demo.jsonl/requests?n="+itoa(int64(n)))
+		require.Contains(t, page, `<section class="prompt-card" id="prompt">`, "request %d", n)
+		seq := m.Requests[n-1]
+		if n == 1 {
+			require.Contains(t, page, "the first request to carry it")
+			continue
+		}
+		if m.Requests[n-2] < changed.Seq && changed.Seq < seq {
+			news++
+			require.Contains(t, page, "prompt changed (node 0 replaced)</span> at seq "+itoa(changed.Seq))
+			require.Contains(t, page, "new since request "+itoa(int64(n-1)))
+			require.Contains(t, page, `<span class="add">&#43; Answer like a pirate.</span>`)
+		} else {
+			require.Contains(t, page, "the version request "+itoa(int64(n-1))+" carried")
+			require.NotContains(t, page, "prompt-diff")
+		}
+	}
+	require.Equal(t, 1, news, "one request first carries the changed prompt")
+}
