@@ -264,6 +264,16 @@ func TestBrowserDemo(t *testing.T) {
 	require.Equal(t, 7.0, eval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
 	screenshot(t, ctx, "tokens-data.png")
 
+	// The filter: Enter in the text box opens the filtered page.
+	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/"), chromedp.WaitVisible(chromedp.ID("f-q")))
+	within(t, ctx, chromedp.SendKeys(chromedp.ID("f-q"), "pirate\r"))
+	waitFor(t, ctx, `location.search === "?q=pirate" && document.getElementById("items")`)
+	require.Equal(t, "pirate", eval[string](t, ctx, `document.getElementById("f-q").value`))
+	require.True(t, eval[bool](t, ctx, `(() => { const its = document.querySelectorAll("#items > .it"); return its.length > 0 && Array.from(its).every(e => e.textContent.toLowerCase().includes("pirate")); })()`))
+	within(t, ctx, chromedp.SetValue(chromedp.ID("f-kind"), "prompt"), chromedp.Evaluate[chromedp.Void](`document.getElementById("f-kind").dispatchEvent(new Event("change"))`))
+	waitFor(t, ctx, `location.search === "?kind=prompt&q=pirate"`)
+	require.True(t, eval[bool](t, ctx, `Array.from(document.querySelectorAll("#items > .it")).every(e => e.classList.contains("prompt"))`))
+
 	require.Zero(t, dialogs.Load())
 }
 

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -202,6 +203,84 @@ func (m *Model) Fill(items []Item) []Item {
 		}
 	}
 	return out
+}
+
+// Filter selects trajectory items: by kind, by a message's role, by text
+// (case-insensitive, in the item's text, note, tool name and arguments,
+// prompt and failure). Empty fields select everything.
+type Filter struct {
+	Kind, Role, Text string
+}
+
+func (f Filter) none() bool { return f.Kind == "" && f.Role == "" && f.Text == "" }
+
+// query is the filter as URL query parameters, each after a "&".
+func (f Filter) query() string {
+	var b strings.Builder
+	for _, kv := range [][2]string{{"kind", f.Kind}, {"role", f.Role}, {"q", f.Text}} {
+		if kv[1] != "" {
+			b.WriteString("&" + kv[0] + "=" + url.QueryEscape(kv[1]))
+		}
+	}
+	return b.String()
+}
+
+// filterKinds are the kinds the trajectory's filter offers.
+var filterKinds = []string{ItemMessage, ItemTool, ItemPrompt, ItemCompaction, ItemFailure, ItemAttempt, ItemRetry, ItemTurnEnd, ItemRewrite, ItemOther}
+
+// Filter returns the items f selects, in order. Text is matched on items
+// decoded a thousand at a time, so the log's text is never all held at
+// once.
+func (m *Model) Filter(f Filter) []Item {
+	needle := strings.ToLower(f.Text)
+	var out []Item
+	for i := 0; i < len(m.Items); i += 1000 {
+		chunk := m.Items[i:min(len(m.Items), i+1000)]
+		var filled []Item
+		if f.Role != "" || needle != "" {
+			filled = m.Fill(chunk)
+		}
+		for k, it := range chunk {
+			if f.Kind != "" && it.Kind != f.Kind {
+				continue
+			}
+			if filled != nil {
+				x := filled[k]
+				if f.Role != "" && x.Role != f.Role {
+					continue
+				}
+				if needle != "" && !x.matches(needle) {
+					continue
+				}
+			}
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func (it *Item) matches(needle string) bool {
+	has := func(s string) bool { return strings.Contains(strings.ToLower(s), needle) }
+	if has(it.Text) || has(it.Note) || has(it.ToolName) || has(it.Type) {
+		return true
+	}
+	for _, c := range it.Calls {
+		if has(c.Name) || has(c.Arguments) {
+			return true
+		}
+	}
+	for _, r := range it.Reasoning {
+		if has(r) {
+			return true
+		}
+	}
+	if it.Prompt != nil && has(it.Prompt.Text) {
+		return true
+	}
+	if it.Failure != nil && (has(it.Failure.Error) || has(it.Failure.Plugin)) {
+		return true
+	}
+	return it.Compaction != nil && (has(it.Compaction.Text) || has(it.Compaction.Trigger))
 }
 
 // Text returns the whole text of the message or tool result at seq, as the

@@ -663,6 +663,11 @@ type trajectoryData struct {
 	Items   []Item
 	Next    int64
 	Partial bool // the page was rendered while the whole log was still loading
+	// Filter is the page's filter; Query its URL query ("" for none,
+	// else starting with "&"); Kinds the kinds it offers.
+	Filter Filter
+	Query  string
+	Kinds  []string
 }
 
 func (s *Server) trajectory(w http.ResponseWriter, r *http.Request, tmpl string) {
@@ -676,7 +681,8 @@ func (s *Server) trajectory(w http.ResponseWriter, r *http.Request, tmpl string)
 		m       *Model
 		partial bool
 	)
-	if tmpl == "trajectory.html" && from == 0 {
+	f := filterArgs(r)
+	if tmpl == "trajectory.html" && from == 0 && f.none() {
 		m, partial, err = s.firstScreen(name, limit)
 	} else {
 		m, err = s.model(name)
@@ -685,9 +691,19 @@ func (s *Server) trajectory(w http.ResponseWriter, r *http.Request, tmpl string)
 		s.fail(w, err)
 		return
 	}
-	items, next := page(m.Items, from, limit)
+	all := m.Items
+	if !f.none() {
+		all = m.Filter(f)
+	}
+	items, next := page(all, from, limit)
 	items = m.Fill(items)
-	s.render(w, tmpl, trajectoryData{Title: name, Name: name, Model: m, Items: items, Next: next, Partial: partial})
+	s.render(w, tmpl, trajectoryData{Title: name, Name: name, Model: m, Items: items, Next: next, Partial: partial,
+		Filter: f, Query: f.query(), Kinds: filterKinds})
+}
+
+func filterArgs(r *http.Request) Filter {
+	q := r.URL.Query()
+	return Filter{Kind: q.Get("kind"), Role: q.Get("role"), Text: q.Get("q")}
 }
 
 func (s *Server) trajectoryPage(w http.ResponseWriter, r *http.Request) {

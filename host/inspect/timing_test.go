@@ -94,3 +94,43 @@ func TestRequestPromptCard(t *testing.T) {
 	}
 	require.Equal(t, 1, news, "one request first carries the changed prompt")
 }
+
+func TestTrajectoryFilter(t *testing.T) {
+	s := newServer(t, Options{Files: []string{demoPath(t)}})
+	t.Cleanup(s.Close)
+	for _, tc := range []struct {
+		query string
+		want  func(it Item) bool
+	}{
+		{"kind=tool", func(it Item) bool { return it.Kind == ItemTool }},
+		{"role=user", func(it Item) bool { return it.Role == "user" }},
+		{"kind=message&role=assistant", func(it Item) bool { return it.Kind == ItemMessage && it.Role == "assistant" }},
+		{"q=PIRATE", func(it Item) bool { return it.matches("pirate") }},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			m, err := s.model("demo.jsonl")
+			require.NoError(t, err)
+			var want []string
+			for _, it := range m.Fill(m.Items) {
+				if tc.want(it) {
+					want = append(want, `data-seq="`+itoa(it.Seq)+`"`)
+				}
+			}
+			require.NotEmpty(t, want)
+			page := ok(t, s, "/s/demo.jsonl/?"+tc.query)
+			var got []string
+			for _, part := range strings.Split(page, `class="it `)[1:] {
+				i := strings.Index(part, `data-seq="`)
+				j := strings.Index(part[i+10:], `"`)
+				got = append(got, part[i:i+10+j+1])
+			}
+			require.Equal(t, want, got)
+			require.Contains(t, page, "clear the filter")
+			// Paging and live fetches keep the filter.
+			frag := ok(t, s, "/s/demo.jsonl/items?from=0&limit=1&"+tc.query)
+			require.Equal(t, 1, strings.Count(frag, `class="it `))
+			require.Contains(t, frag, want[0])
+		})
+	}
+	require.NotContains(t, ok(t, s, "/s/demo.jsonl/"), "clear the filter")
+}

@@ -116,6 +116,7 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.1f s", float64(ms)/1000)
 	},
+	"list":   func(s ...string) []string { return s },
 	"add":    func(a, b int) int { return a + b },
 	"sub":    func(a, b int) int { return a - b },
 	"lines":  func(s string) []string { return strings.Split(s, "\n") },

@@ -41,6 +41,22 @@
   // coalesced into one fetch after it, whose start is computed only when
   // it starts, so no item is ever fetched or shown twice.
   function trajectory() {
+    // The filter: a new page with the filter in its address.
+    function refilter() {
+      const q = new URLSearchParams();
+      for (const [k, id] of [["kind", "f-kind"], ["role", "f-role"], ["q", "f-q"]]) {
+        const v = document.getElementById(id).value;
+        if (v) q.set(k, v);
+      }
+      const s = q.toString();
+      location.assign(location.pathname + (s ? "?" + s : ""));
+    }
+    document.getElementById("f-kind").addEventListener("change", refilter);
+    document.getElementById("f-role").addEventListener("change", refilter);
+    document.getElementById("f-q").addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter") refilter();
+    });
+
     const list = document.getElementById("items");
     const base = page.dataset.items;
     let have = -1; // the highest seq of an item on the page
@@ -83,7 +99,7 @@
         return;
       }
       busy = true;
-      get(base + "?from=" + from).then(function (html) {
+      get(base + "?from=" + from + (page.dataset.filter || "")).then(function (html) {
         append(fragment(html));
       }).catch(function (e) {
         console.error(e);
