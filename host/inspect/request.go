@@ -38,6 +38,11 @@ type Request struct {
 	// previous request (so this is the first request to carry it).
 	Prompt    *PromptEvent `json:"prompt,omitzero"`
 	PromptNew bool         `json:"promptNew,omitzero"`
+	// Messages are the request's messages as the page shows them (at
+	// most ShownMessages: the first and the latest); Omitted counts those
+	// left out.
+	Messages []Item `json:"messages,omitzero"`
+	Omitted  int    `json:"omittedMessages,omitzero"`
 	// Call marks a plugin\'s model call (Seq is its plugin/call event).
 	Call bool `json:"pluginCall,omitzero"`
 }
@@ -111,11 +116,16 @@ func (m *Model) request(index int) (*Request, error) {
 		return nil, fmt.Errorf("request %d does not exist: the session has %d requests", index, len(m.Requests))
 	}
 	seq := m.Requests[index-1]
-	body, err := Body(m.Session, seq)
+	req, err := host.RequestAt(m.Session.Log.Events(), seq, m.Session.ID)
+	var body []byte
+	if err == nil {
+		body, err = llm.EncodeRequest(req)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("request %d (seq %d) cannot be rebuilt: %w", index, seq, err)
 	}
 	r := &Request{Index: index, Seq: seq, Count: len(m.Requests), Body: string(body), Pretty: pretty(body)}
+	r.Messages, r.Omitted = messageView(req.Messages)
 	if index > 1 {
 		r.Prev = m.Requests[index-2]
 		if pb, err := Body(m.Session, r.Prev); err == nil {
@@ -151,6 +161,32 @@ func (m *Model) call(seq int64) (*Request, error) {
 		return nil, fmt.Errorf("the plugin call at seq %d cannot be rebuilt: %w", seq, err)
 	}
 	return &Request{Seq: seq, Count: len(m.Requests), Body: string(body), Pretty: pretty(body), Call: true}, nil
+}
+
+// ShownMessages is the most messages a request page renders: the first
+// (the system prompt, usually) and the latest.
+const ShownMessages = 100
+
+// messageView renders a request's messages as trajectory items (role,
+// text, reasoning, tool calls; a tool result's text).
+func messageView(msgs []*surface.Message) ([]Item, int) {
+	omitted := 0
+	if len(msgs) > ShownMessages {
+		omitted = len(msgs) - ShownMessages
+		msgs = append(msgs[:1:1], msgs[len(msgs)-ShownMessages+1:]...)
+	}
+	out := make([]Item, 0, len(msgs))
+	for _, msg := range msgs {
+		it := Item{Kind: ItemMessage, Role: msg.Role}
+		if len(msg.Content) > 0 && msg.Content[0].Type == surface.BlockToolResult {
+			b := msg.Content[0]
+			it.Kind, it.CallID, it.IsError, it.Text = ItemTool, b.ToolCallID, b.IsError, surface.TextOf(b.Content)
+		} else {
+			fillMessage(&it, msg)
+		}
+		out = append(out, it)
+	}
+	return out, omitted
 }
 
 // IndexOf returns the 1-based index of the request whose settlement is at

@@ -1006,7 +1006,12 @@ func counters(m *Model) []byte {
 // holds (see app.js): the events say only that there is more.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	m, err := s.model(name)
+	path, err := s.path(name) // once: the folder is not listed again each tick
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	m, err := s.modelAt(name, path)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -1032,7 +1037,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-tick.C:
 		}
-		m, err := s.model(name)
+		m, err := s.modelAt(name, path)
 		if err != nil {
 			continue // a file being rewritten; try again
 		}

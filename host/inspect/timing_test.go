@@ -134,3 +134,41 @@ func TestTrajectoryFilter(t *testing.T) {
 	}
 	require.NotContains(t, ok(t, s, "/s/demo.jsonl/"), "clear the filter")
 }
+
+// TestRequestMessageView: a request page renders the request's messages
+// beside its wire body, bounded.
+func TestRequestMessageView(t *testing.T) {
+	s := newServer(t, Options{Files: []string{demoPath(t)}})
+	t.Cleanup(s.Close)
+	m, err := s.model("demo.jsonl")
+	require.NoError(t, err)
+	r, err := m.Request(4)
+	require.NoError(t, err)
+	require.NotEmpty(t, r.Messages)
+	require.Equal(t, "system", r.Messages[0].Role)
+	page := ok(t, s, "/s/demo.jsonl/requests?n=4")
+	require.Contains(t, page, `<details id="messages"><summary><h2>Messages (`+itoa(int64(len(r.Messages)))+`)</h2>`)
+	sect := page[strings.Index(page, `<section class="messages">`):strings.Index(page, `<section class="wire">`)]
+	bubbles, tools := 0, 0
+	for _, it := range r.Messages {
+		if it.Kind == ItemTool {
+			tools++
+		} else {
+			bubbles++
+		}
+	}
+	require.Equal(t, bubbles, strings.Count(sect, `<div class="bubble `))
+	require.Equal(t, tools, strings.Count(sect, `<div class="tool`))
+	require.Contains(t, sect, "Answer like a pirate.", "the system prompt the request carried")
+
+	var msgs []*surface.Message
+	for i := range ShownMessages + 5 {
+		msgs = append(msgs, &surface.Message{Role: "user", Content: []surface.Block{surface.Text("m" + itoa(int64(i)))}})
+	}
+	view, omitted := messageView(msgs)
+	require.Len(t, view, ShownMessages)
+	require.Equal(t, 5, omitted)
+	require.Equal(t, "m0", view[0].Text, "the first")
+	require.Equal(t, "m"+itoa(int64(ShownMessages+4)), view[len(view)-1].Text, "and the latest")
+	require.Equal(t, "m6", view[1].Text)
+}

@@ -27,18 +27,21 @@ type Shown struct {
 }
 
 // show bounds s for a page (see ShowBytes).
-func show(s string) Shown {
+func show(s string) Shown { return clip(s, ShowBytes) }
+
+// clip bounds s to limit bytes, and each of its lines to ShowLine.
+func clip(s string, limit int) Shown {
 	out := Shown{Chars: utf8.RuneCountInString(s)}
-	if len(s) <= ShowLine && !strings.Contains(s, "\n") {
+	if len(s) <= min(limit, ShowLine) && !strings.Contains(s, "\n") {
 		out.Text = s
 		return out
 	}
 	var b strings.Builder
 	rest := s
-	for rest != "" && b.Len() < ShowBytes {
+	for rest != "" && b.Len() < limit {
 		line, tail, nl := strings.Cut(rest, "\n")
 		rest = tail
-		room := min(ShowLine, ShowBytes-b.Len())
+		room := min(ShowLine, limit-b.Len())
 		if len(line) > room {
 			out.Lines++
 			b.WriteString(cutAt(line, room) + "…")
@@ -100,6 +103,7 @@ func hidden(r rune) bool {
 var funcs = template.FuncMap{
 	"vis":  visible,
 	"show": show,
+	"clip": clip,
 	// chars is a text's length in characters, not bytes.
 	"chars": utf8.RuneCountInString,
 	"pe":    url.PathEscape,
