@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func waitIndexed(t *testing.T, s *Server) {
 }
 
 func TestFolderIndexAndModelLRU(t *testing.T) {
-	big := bigSession(t, t.TempDir(), 2500) // ~0.8 MB
+	big := bigSession(t, t.TempDir(), 2500) // ~0.55 MB
 	st, err := os.Stat(big)
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -147,7 +148,7 @@ func BenchmarkFolderFirstPage(b *testing.B) {
 		n = 1000
 	}
 	dir := b.TempDir()
-	copies(b, bigSession(b, b.TempDir(), 3200), dir, n)
+	copies(b, bigSession(b, b.TempDir(), 4600), dir, n) // 1.0 MB each
 	serve := func(s *Server) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Host = "127.0.0.1"
@@ -188,4 +189,13 @@ func BenchmarkFolderFirstPage(b *testing.B) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "MiB-heap-indexed")
+	// The process's resident set (Linux), the benchmark's own included.
+	if st, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+				kb, _ := strconv.Atoi(f[1])
+				b.ReportMetric(float64(kb)/1024, "MiB-rss-indexed")
+			}
+		}
+	}
 }
