@@ -410,6 +410,13 @@ func TestBrowserLargeSession(t *testing.T) {
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("#items > .more").scrollIntoView()`))
 	waitFor(t, ctx, `document.querySelectorAll("#items > .it").length >= 2 * `+itoa(PageSize))
 	waitFor(t, ctx, `document.getElementById("events").textContent === "100000" || Number(document.getElementById("events").textContent) >= 100000`)
+	// Once the whole log is read, the header says so and has every counter.
+	require.Nil(t, eval[any](t, ctx, `document.getElementById("partial")`), "no 'still being read' once it is read")
+	full, err := Load(path)
+	require.NoError(t, err)
+	m := Build(full)
+	require.Equal(t, itoa(full.Log.LastTurn()), eval[string](t, ctx, `document.getElementById("turns").textContent`))
+	require.Equal(t, itoa(int64(len(m.Requests))), eval[string](t, ctx, `document.getElementById("requests").textContent`))
 }
 
 // TestBrowserBigViews opens what used to be unusable: a request carrying
