@@ -270,7 +270,7 @@ func TestBrowserDemo(t *testing.T) {
 	waitFor(t, ctx, `location.search === "?q=pirate" && document.getElementById("items")`)
 	require.Equal(t, "pirate", eval[string](t, ctx, `document.getElementById("f-q").value`))
 	require.True(t, eval[bool](t, ctx, `(() => { const its = document.querySelectorAll("#items > .it"); return its.length > 0 && Array.from(its).every(e => e.textContent.toLowerCase().includes("pirate")); })()`))
-	within(t, ctx, chromedp.SetValue(chromedp.ID("f-kind"), "prompt"), chromedp.Evaluate[chromedp.Void](`document.getElementById("f-kind").dispatchEvent(new Event("change"))`))
+	within(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => { const k = document.getElementById("f-kind"); k.value = "prompt"; k.dispatchEvent(new Event("change")); })()`))
 	waitFor(t, ctx, `location.search === "?kind=prompt&q=pirate"`)
 	require.True(t, eval[bool](t, ctx, `Array.from(document.querySelectorAll("#items > .it")).every(e => e.classList.contains("prompt"))`))
 
