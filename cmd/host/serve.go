@@ -33,6 +33,7 @@ func serveCmd(e *env, args []string) error {
 	dir := fs.String("dir", "", "serve every *.jsonl session file of this folder")
 	public := fs.Bool("public", false, "allow a non-loopback --addr (a token is then required)")
 	token := fs.String("token", "", "the access token for a --public address (default: a random one, printed)")
+	models := fs.Int("models", winspect.DefaultModels, "keep at most this many sessions' whole models in memory (the least recently viewed are dropped)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -61,6 +62,9 @@ func serveCmd(e *env, args []string) error {
 	if !loop && !*public {
 		return usagef("--addr %q is not a loopback address: the inspector shows whole sessions, so a non-loopback address needs --public (and serves only with a token)", *addr)
 	}
+	if *models < 1 {
+		return usagef("--models %d: at least one session's model is kept", *models)
+	}
 	if *token != "" && !*public {
 		return usagef("--token is for a --public address; a loopback address needs none")
 	}
@@ -71,7 +75,7 @@ func serveCmd(e *env, args []string) error {
 		}
 		*token = hex.EncodeToString(b)
 	}
-	srv, err := winspect.New(winspect.Options{Files: pos, Dir: *dir, Token: *token, Public: *public})
+	srv, err := winspect.New(winspect.Options{Files: pos, Dir: *dir, Token: *token, Public: *public, Models: *models})
 	if err != nil {
 		return err
 	}

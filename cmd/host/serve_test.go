@@ -28,6 +28,7 @@ func TestServeRefusesWhatItShouldNot(t *testing.T) {
 		{[]string{"serve", "--token", "x", demo}, "--token is for a --public address"},
 		{[]string{"serve", "--addr", "nope", demo}, "is not HOST:PORT"},
 		{[]string{"serve", "--dir", filepath.Join(dir, "missing")}, "is not a folder"},
+		{[]string{"serve", "--models", "0", demo}, "at least one session's model is kept"},
 	} {
 		r := runHost(t, dir, "", c.args...)
 		require.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)

@@ -156,3 +156,42 @@ func BenchmarkLoadAndBuild100k(b *testing.B) {
 
 func BenchmarkTrajectoryFirstScreen100kCold(b *testing.B) { benchFirstScreen(b, true) }
 func BenchmarkTrajectoryFirstScreen100kWarm(b *testing.B) { benchFirstScreen(b, false) }
+
+// benchBigRequest serves the request page of a request that carries a
+// 5 MB tool result: warm (the request built, as for every view after the
+// first, concurrent ones included) or cold (built again for each view).
+func benchBigRequest(b *testing.B, cold bool) {
+	path := copyDemo(b, b.TempDir(), "big.jsonl")
+	appendToolTurn(b, path, bigResult(5<<20))
+	s := newServer(b, Options{Files: []string{path}})
+	m, err := s.model("big.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := len(m.Requests) // the answer after the result
+	target := "/s/big.jsonl/requests?n=" + itoa(int64(n))
+	view := func() int {
+		r := httptest.NewRequest("GET", target, nil)
+		r.Host = "127.0.0.1"
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		return w.Body.Len()
+	}
+	size := view()
+	b.ReportAllocs()
+	for b.Loop() {
+		if cold {
+			m.reqMu.Lock()
+			m.reqs = nil
+			m.reqMu.Unlock()
+		}
+		view()
+	}
+	b.ReportMetric(float64(size), "page-bytes")
+}
+
+func BenchmarkRequestPage5MBWarm(b *testing.B) { benchBigRequest(b, false) }
+func BenchmarkRequestPage5MBCold(b *testing.B) { benchBigRequest(b, true) }

@@ -107,3 +107,78 @@ func appendTurn(t testing.TB, path, user, answer string) {
 	require.NoError(t, err)
 	require.NoError(t, s.Append(evs))
 }
+
+// grownBytes returns the bytes turns more turns (appendTurn's "question N",
+// "answer N") add to the session file at path, leaving the file as it is.
+func grownBytes(t testing.TB, path string, turns int) []byte {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	scratch := filepath.Join(t.TempDir(), "scratch.jsonl")
+	require.NoError(t, os.WriteFile(scratch, before, 0o600))
+	for i := 0; i < turns; i++ {
+		s, l, err := jsonl.Open(scratch)
+		require.NoError(t, err)
+		turn := l.LastTurn() + 1
+		require.NoError(t, s.Close())
+		appendTurn(t, scratch, "question "+itoa(turn), "answer "+itoa(turn))
+	}
+	after, err := os.ReadFile(scratch)
+	require.NoError(t, err)
+	require.Greater(t, len(after), len(before))
+	return after[len(before):]
+}
+
+// appendToolTurn appends a turn whose tool call returns result, then an
+// answer, to the session file at path; it returns the result's seq. The
+// answer's request carries the result.
+func appendToolTurn(t testing.TB, path, result string) int64 {
+	t.Helper()
+	s, l, err := jsonl.Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	turn := l.LastTurn() + 1
+	data := func(v any) []byte {
+		b, err := surface.Data(v)
+		require.NoError(t, err)
+		return b
+	}
+	model := surface.Source{Kind: "model", Provider: "offline", Model: "demo"}
+	id := func(k string) string { return "tool-" + k + "-" + itoa(turn) }
+	ps := []surface.Proposal{
+		{Type: surface.TypeTurnStart, Data: data(map[string]any{"turn": turn})},
+		{Type: surface.TypeStepStart, Data: data(map[string]any{"turn": turn, "step": 1})},
+		{Type: surface.TypeUserMessage, Op: surface.Append, Data: data(surface.Message{ID: id("u"), Role: "user",
+			Source: surface.Source{Kind: "user"}, Content: []surface.Block{surface.Text("read the big file")}})},
+		{Type: surface.TypeAssistantMessage, Op: surface.Append, Data: data(surface.StepMessage{Turn: turn, Step: 1,
+			Message: surface.Message{ID: id("a"), Role: "assistant", Source: model, Content: []surface.Block{surface.ToolCall(id("c"), "read_file", `{"path":"big.txt"}`)}}})},
+		{Type: surface.TypeToolCall, Data: data(map[string]any{"turn": turn, "step": 1, "callId": id("c"), "name": "read_file", "arguments": `{"path":"big.txt"}`})},
+		{Type: surface.TypeToolResult, Op: surface.Append, Data: data(surface.StepMessage{Turn: turn, Step: 1,
+			Message: surface.Message{ID: id("r"), Role: "user", Source: surface.Source{Kind: "tool", CallID: id("c")},
+				Content: []surface.Block{surface.ToolResult(id("c"), false, surface.Text(result))}}})},
+		{Type: surface.TypeStepEnd, Data: data(map[string]any{"turn": turn, "step": 1})},
+		{Type: surface.TypeStepStart, Data: data(map[string]any{"turn": turn, "step": 2})},
+		{Type: surface.TypeAssistantMessage, Op: surface.Append, Data: data(surface.StepMessage{Turn: turn, Step: 2,
+			Message: surface.Message{ID: id("b"), Role: "assistant", Source: model, Content: []surface.Block{surface.Text("it is big")}}})},
+		{Type: surface.TypeStepEnd, Data: data(map[string]any{"turn": turn, "step": 2})},
+		{Type: surface.TypeTurnEnd, Data: data(map[string]any{"turn": turn, "reason": map[string]any{"kind": "completed"}})},
+	}
+	var evs []surface.Event
+	var seq int64
+	for _, p := range ps {
+		e, err := l.Append(p)
+		require.NoError(t, err)
+		if p.Type == surface.TypeToolResult {
+			seq = e.Seq
+		}
+		evs = append(evs, e)
+	}
+	require.NoError(t, s.Append(evs))
+	return seq
+}
+
+// bigResult is a tool result of n bytes on one line, with a multi-byte
+// character in it so byte and character counts differ.
+func bigResult(n int) string {
+	return "é" + strings.Repeat("x", n-2)
+}

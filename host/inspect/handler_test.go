@@ -417,12 +417,12 @@ func TestLiveUpdates(t *testing.T) {
 	}
 	ev, data := next()
 	require.Equal(t, "hello", ev)
-	require.Equal(t, `{"events":51}`, data)
+	require.Equal(t, `{"compactions":1,"events":51,"requests":7,"turns":5}`, data, "the whole log's counters")
 
 	appendTurn(t, path, "a question while the page is open", "an answer that streams in")
 	ev, data = next()
 	require.Equal(t, "grow", ev)
-	require.Equal(t, `{"events":57}`, data)
+	require.Equal(t, `{"compactions":1,"events":57,"requests":8,"turns":6}`, data)
 	frag := ok(t, s, "/s/live.jsonl/items?from=51")
 	require.Contains(t, frag, "Turn 6")
 	require.Contains(t, frag, "a question while the page is open")

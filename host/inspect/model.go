@@ -3,7 +3,9 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -41,6 +43,14 @@ type Item struct {
 	Type string `json:"type"`
 	Turn int64  `json:"turn,omitzero"`
 	Step int64  `json:"step,omitzero"`
+	// Time is the event's time (epoch ms). Duration is a turn's or step's
+	// wall time, from its start to its end event (zero while it is open);
+	// Wall a settlement's, from the event before it (the log holds no
+	// dispatch instant: that is when the host last wrote before the
+	// request).
+	Time     int64 `json:"time"`
+	Duration int64 `json:"durationMs,omitzero"`
+	Wall     int64 `json:"wallMs,omitzero"`
 	// Message items: the role, the text, reasoning and tool calls.
 	Role      string     `json:"role,omitzero"`
 	Text      string     `json:"text,omitzero"`
@@ -105,6 +115,9 @@ type Summary struct {
 	Requests     int    `json:"requests"`
 	Compactions  int    `json:"compactions"`
 	Error        string `json:"error,omitzero"`
+	// Pending marks a session not indexed yet: only its name, id and the
+	// file's modification time (as LastActivity) are known.
+	Pending bool `json:"pending,omitzero"`
 }
 
 // Model is everything the pages show of one session, built in one pass.
@@ -133,6 +146,13 @@ type Model struct {
 	callNames map[string]string
 	tokens    *host.Measurement
 	measured  bool
+
+	reqMu sync.Mutex
+	reqs  []*builtRequest // the latest built, last
+
+	chartOnce sync.Once
+	points    []Point
+	marks     []Mark
 }
 
 // Fill returns copies of items with their message content decoded.
@@ -185,6 +205,105 @@ func (m *Model) Fill(items []Item) []Item {
 	return out
 }
 
+// Filter selects trajectory items: by kind, by a message's role, by text
+// (case-insensitive, in the item's text, note, tool name and arguments,
+// prompt and failure). Empty fields select everything.
+type Filter struct {
+	Kind, Role, Text string
+}
+
+func (f Filter) none() bool { return f.Kind == "" && f.Role == "" && f.Text == "" }
+
+// query is the filter as URL query parameters, each after a "&".
+func (f Filter) query() string {
+	var b strings.Builder
+	for _, kv := range [][2]string{{"kind", f.Kind}, {"role", f.Role}, {"q", f.Text}} {
+		if kv[1] != "" {
+			b.WriteString("&" + kv[0] + "=" + url.QueryEscape(kv[1]))
+		}
+	}
+	return b.String()
+}
+
+// filterKinds are the kinds the trajectory's filter offers.
+var filterKinds = []string{ItemMessage, ItemTool, ItemPrompt, ItemCompaction, ItemFailure, ItemAttempt, ItemRetry, ItemTurnEnd, ItemRewrite, ItemOther}
+
+// Filter returns the items f selects, in order. Text is matched on items
+// decoded a thousand at a time, so the log's text is never all held at
+// once.
+func (m *Model) Filter(f Filter) []Item {
+	needle := strings.ToLower(f.Text)
+	var out []Item
+	for i := 0; i < len(m.Items); i += 1000 {
+		chunk := m.Items[i:min(len(m.Items), i+1000)]
+		var filled []Item
+		if f.Role != "" || needle != "" {
+			filled = m.Fill(chunk)
+		}
+		for k, it := range chunk {
+			if f.Kind != "" && it.Kind != f.Kind {
+				continue
+			}
+			if filled != nil {
+				x := filled[k]
+				if f.Role != "" && x.Role != f.Role {
+					continue
+				}
+				if needle != "" && !x.matches(needle) {
+					continue
+				}
+			}
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func (it *Item) matches(needle string) bool {
+	has := func(s string) bool { return strings.Contains(strings.ToLower(s), needle) }
+	if has(it.Text) || has(it.Note) || has(it.ToolName) || has(it.Type) {
+		return true
+	}
+	for _, c := range it.Calls {
+		if has(c.Name) || has(c.Arguments) {
+			return true
+		}
+	}
+	for _, r := range it.Reasoning {
+		if has(r) {
+			return true
+		}
+	}
+	if it.Prompt != nil && has(it.Prompt.Text) {
+		return true
+	}
+	if it.Failure != nil && (has(it.Failure.Error) || has(it.Failure.Plugin)) {
+		return true
+	}
+	return it.Compaction != nil && (has(it.Compaction.Text) || has(it.Compaction.Trigger))
+}
+
+// Text returns the whole text of the message or tool result at seq, as the
+// trajectory shows it (a prompt card's prompt, a checkpoint's summary).
+func (m *Model) Text(seq int64) (string, bool) {
+	i := sort.Search(len(m.Items), func(i int) bool { return m.Items[i].Seq >= seq })
+	for ; i < len(m.Items) && m.Items[i].Seq == seq; i++ {
+		switch it := m.Items[i]; it.Kind {
+		case ItemPrompt:
+			return it.Prompt.Text, true
+		case ItemMessage, ItemTool, ItemRewrite:
+			return m.Fill(m.Items[i : i+1])[0].Text, true
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	msg, ok := m.Session.Log.Message(seq)
+	if !ok || msg == nil {
+		return "", false
+	}
+	return textOf(msg), true
+}
+
 // callName finds the name of a tool call no tool/call event recorded (a
 // call that never started) in the assistant message before the result.
 func (m *Model) callName(seq int64, id string) string {
@@ -229,7 +348,8 @@ func Build(s *Session) *Model {
 	var turn, step int64
 	var provider, model string
 	var maxTokens int64
-	for _, e := range events {
+	turnAt, stepAt := -1, -1 // the open turn's and step's items
+	for k, e := range events {
 		var msg *surface.Message
 		if e.Type == surface.TypeSystemMessage || e.Op.Kind == surface.OpReplace {
 			msg, _ = l.Message(e.Seq)
@@ -240,21 +360,29 @@ func Build(s *Session) *Model {
 			m.Items = append(m.Items, Item{Seq: e.Seq, Kind: ItemPrompt, Type: e.Type, Turn: turn, Step: step, Prompt: &p})
 			continue
 		}
-		it := Item{Seq: e.Seq, Type: e.Type, Turn: turn, Step: step}
+		it := Item{Seq: e.Seq, Type: e.Type, Turn: turn, Step: step, Time: e.Time}
 		switch e.Type {
 		case surface.TypeTurnStart:
 			var d host.StepRef
 			_ = json.Unmarshal(e.Data, &d)
 			turn, step = d.Turn, 0
 			it.Kind, it.Turn = ItemTurn, turn
+			turnAt, stepAt = len(m.Items), -1
 		case surface.TypeStepStart:
 			var d host.StepRef
 			_ = json.Unmarshal(e.Data, &d)
 			step = d.Step
 			it.Kind, it.Step = ItemStep, step
+			stepAt = len(m.Items)
 		case surface.TypeStepEnd:
+			if stepAt >= 0 {
+				m.Items[stepAt].Duration, stepAt = max(0, e.Time-m.Items[stepAt].Time), -1
+			}
 			continue
 		case surface.TypeTurnEnd:
+			if turnAt >= 0 {
+				m.Items[turnAt].Duration, turnAt = max(0, e.Time-m.Items[turnAt].Time), -1
+			}
 			var d surface.TurnEnd
 			_ = json.Unmarshal(e.Data, &d)
 			if d.Reason.Kind == surface.EndCompleted {
@@ -300,10 +428,12 @@ func Build(s *Session) *Model {
 			if e.Type == surface.TypeAssistantMessage {
 				m.Requests = append(m.Requests, e.Seq)
 				it.Request = len(m.Requests)
+				it.Wall = wall(events, k)
 			}
 		case surface.TypeAssistantAttempt:
 			m.Requests = append(m.Requests, e.Seq)
 			it.Kind, it.Request, it.Note = ItemAttempt, len(m.Requests), "the attempt failed; nothing was committed to the surface"
+			it.Wall = wall(events, k)
 		case surface.TypeToolResult:
 			it.Kind = ItemTool
 			if e.Op.Kind == surface.OpReplace {
@@ -388,6 +518,14 @@ func Build(s *Session) *Model {
 		m.Summary.LastActivity = events[n-1].Time
 	}
 	return m
+}
+
+// wall is a settlement's wall time: from the event before it.
+func wall(events []surface.Event, k int) int64 {
+	if k == 0 {
+		return 0
+	}
+	return max(0, events[k].Time-events[k-1].Time)
 }
 
 func compactionEvent(comps map[string]*Compaction, e surface.Event, order *[]*Compaction) *Compaction {
@@ -545,7 +683,13 @@ type Mark struct {
 
 // Chart prices the context of every request with the token meter in one
 // pass over the log: each point is measured just before its settlement.
+// It is computed once per model; callers must not change what it returns.
 func (m *Model) Chart() ([]Point, []Mark) {
+	m.chartOnce.Do(func() { m.points, m.marks = m.chart() })
+	return m.points, m.marks
+}
+
+func (m *Model) chart() ([]Point, []Mark) {
 	events := m.Session.Log.Events()
 	mt, err := newMeter()
 	points := make([]Point, 0, len(m.Requests))

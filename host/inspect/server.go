@@ -1,6 +1,8 @@
 package inspect
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/subtle"
 	"embed"
 	"errors"
@@ -8,6 +10,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +25,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/surface"
 	"github.com/weirhost/weir/surface/jsonl"
 )
 
@@ -53,7 +57,22 @@ type Options struct {
 	// Poll is how often a live page's session file is checked for growth
 	// (250ms when zero).
 	Poll time.Duration
+	// Models is how many sessions' whole models are kept in memory, the
+	// least recently used evicted first (DefaultModels when zero).
+	Models int
 }
+
+// DefaultModels is how many whole session models a server keeps.
+const DefaultModels = 8
+
+// SessionsPage is the number of sessions a sessions page lists.
+const SessionsPage = 100
+
+// inlineBudget is how many bytes of session files a sessions page reads to
+// summarize files not yet indexed before it is served; the index is built
+// in the background for the rest, so the first page of a big folder does
+// not wait for it.
+const inlineBudget = 1 << 20
 
 // Server is the read-only web inspector. It is an http.Handler.
 type Server struct {
@@ -62,7 +81,10 @@ type Server struct {
 	pages *template.Template
 
 	mu    sync.Mutex
-	cache map[string]*entry
+	cache map[string]*entry   // models, at most o.Models of them loaded
+	index map[string]*indexed // summaries, by name
+	tick  int64               // the LRU's clock
+	wake  chan struct{}       // the indexer has files to read
 
 	done      chan struct{} // closed by Close: live streams end
 	closeOnce sync.Once
@@ -80,6 +102,16 @@ type entry struct {
 	ready chan struct{} // closed when model or err is set
 	model *Model
 	err   error
+	used  int64 // the LRU clock at the last use
+}
+
+// indexed is a session file's summary, for the version of the file it was
+// computed from.
+type indexed struct {
+	path string
+	size int64
+	mod  time.Time
+	sum  Summary
 }
 
 // New returns a server for the sessions o names.
@@ -91,7 +123,12 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspector templates: %w", err)
 	}
-	s := &Server{o: o, pages: t, cache: map[string]*entry{}, mux: http.NewServeMux(), done: make(chan struct{})}
+	if o.Models <= 0 {
+		o.Models = DefaultModels
+	}
+	s := &Server{o: o, pages: t, cache: map[string]*entry{}, index: map[string]*indexed{}, wake: make(chan struct{}, 1),
+		mux: http.NewServeMux(), done: make(chan struct{})}
+	go s.indexer()
 	static, _ := fs.Sub(assets, "assets/static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", s.sessionsPage)
@@ -109,6 +146,8 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/s/{name}/requests/{n}/body", s.apiBody)
 	s.mux.HandleFunc("GET /api/s/{name}/calls/{seq}/body", s.apiCallBody)
 	s.mux.HandleFunc("GET /api/s/{name}/tokens", s.apiTokens)
+	s.mux.HandleFunc("GET /api/s/{name}/events/{seq}", s.apiEvent)
+	s.mux.HandleFunc("GET /api/s/{name}/events/{seq}/text", s.apiEventText)
 	return s, nil
 }
 
@@ -164,30 +203,69 @@ func loopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// names maps a session's name in URLs to its file.
-func (s *Server) names() (map[string]string, []string) {
-	out := map[string]string{}
-	var order []string
-	add := func(p string) {
+// source is a session file the server serves, under its name in URLs.
+type source struct {
+	name, path string
+	refused    string // why the file is not served (a symlink leading out of --dir)
+}
+
+// sources lists the session files: Files, then the *.jsonl files of Dir,
+// read again on each call. A symbolic link in Dir is followed only to a
+// file inside Dir: one leading out of it is listed as refused, so the
+// inspector never serves what the folder does not hold.
+func (s *Server) sources() []source {
+	var out []source
+	taken := map[string]bool{}
+	add := func(p, refused string) {
 		n := filepath.Base(p)
-		for i := 2; out[n] != ""; i++ {
+		for i := 2; taken[n]; i++ {
 			n = fmt.Sprintf("%s~%d", filepath.Base(p), i)
 		}
-		out[n] = p
-		order = append(order, n)
+		taken[n] = true
+		out = append(out, source{name: n, path: p, refused: refused})
 	}
 	for _, f := range s.o.Files {
-		add(f)
+		add(f, "")
 	}
 	if s.o.Dir != "" {
 		ents, _ := os.ReadDir(s.o.Dir)
+		root, rerr := filepath.EvalSymlinks(s.o.Dir)
 		for _, e := range ents {
-			if !e.IsDir() && strings.HasSuffix(e.Name(), ".jsonl") {
-				add(filepath.Join(s.o.Dir, e.Name()))
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".jsonl") {
+				continue
 			}
+			p := filepath.Join(s.o.Dir, e.Name())
+			refused := ""
+			if e.Type()&fs.ModeSymlink != 0 {
+				refused = "a symbolic link that does not lead to a file inside the folder: not followed"
+				if t, err := filepath.EvalSymlinks(p); err == nil && rerr == nil {
+					if rel, err := filepath.Rel(root, t); err == nil && filepath.IsLocal(rel) {
+						if st, err := os.Stat(t); err == nil && st.Mode().IsRegular() {
+							refused = ""
+						}
+					}
+				}
+				if rerr != nil {
+					continue
+				}
+			}
+			add(p, refused)
 		}
 	}
-	return out, order
+	return out
+}
+
+// path returns the file a session name stands for.
+func (s *Server) path(name string) (string, error) {
+	for _, src := range s.sources() {
+		if src.name == name {
+			if src.refused != "" {
+				return "", fmt.Errorf("%w: %q is %s", errNotFound, name, src.refused)
+			}
+			return src.path, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q", errNoSession, name)
 }
 
 var errNoSession = errors.New("no such session")
@@ -195,10 +273,9 @@ var errNoSession = errors.New("no such session")
 // model returns the session's model, reading the file again when it
 // changed since it was last read.
 func (s *Server) model(name string) (*Model, error) {
-	all, _ := s.names()
-	path, ok := all[name]
-	if !ok {
-		return nil, fmt.Errorf("%w %q", errNoSession, name)
+	path, err := s.path(name)
+	if err != nil {
+		return nil, err
 	}
 	return s.modelAt(name, path)
 }
@@ -222,22 +299,70 @@ func (s *Server) entryFor(name, path string) (*entry, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tick++
 	if e := s.cache[name]; e != nil && e.path == path && e.size == st.Size() && e.mod.Equal(st.ModTime()) {
+		e.used = s.tick
 		return e, nil
 	}
-	e := &entry{path: path, size: st.Size(), mod: st.ModTime(), ready: make(chan struct{})}
+	delete(s.cache, name)
+	s.evict(s.o.Models - 1)
+	e := &entry{path: path, size: st.Size(), mod: st.ModTime(), ready: make(chan struct{}), used: s.tick}
 	s.cache[name] = e
 	go func() {
-		defer close(e.ready)
 		sess, err := Load(path)
 		if err != nil {
 			e.err = err
+			close(e.ready)
 			return
 		}
 		e.model = Build(sess)
 		e.model.Summary.Name = name
+		close(e.ready)
 	}()
 	return e, nil
+}
+
+// evict drops the least recently used loaded models beyond keep; s.mu is
+// held. A request that holds one keeps it until it is done; the next one
+// loads it again.
+func (s *Server) evict(keep int) {
+	for {
+		loaded := 0
+		var lru string
+		var oldest int64
+		for n, e := range s.cache {
+			select {
+			case <-e.ready:
+			default:
+				continue // still loading: not counted
+			}
+			loaded++
+			if lru == "" || e.used < oldest {
+				lru, oldest = n, e.used
+			}
+		}
+		if loaded <= keep {
+			return
+		}
+		delete(s.cache, lru)
+	}
+}
+
+// loaded reports whether a model of the file's current version is in
+// memory, and returns it.
+func (s *Server) loaded(name, path string, st os.FileInfo) *Model {
+	s.mu.Lock()
+	e := s.cache[name]
+	s.mu.Unlock()
+	if e == nil || e.path != path || e.size != st.Size() || !e.mod.Equal(st.ModTime()) {
+		return nil
+	}
+	select {
+	case <-e.ready:
+		return e.model
+	default:
+		return nil
+	}
 }
 
 // firstScreen returns the model to render a trajectory's first page from:
@@ -246,10 +371,9 @@ func (s *Server) entryFor(name, path string) (*entry, error) {
 // log: jsonl drops the cut line as a torn tail). partial reports the
 // latter.
 func (s *Server) firstScreen(name string, want int) (m *Model, partial bool, err error) {
-	all, _ := s.names()
-	path, ok := all[name]
-	if !ok {
-		return nil, false, fmt.Errorf("%w %q", errNoSession, name)
+	path, err := s.path(name)
+	if err != nil {
+		return nil, false, err
 	}
 	e, err := s.entryFor(name, path)
 	if err != nil {
@@ -337,28 +461,162 @@ func (m *Model) summary() Summary {
 	return out
 }
 
-// summaries lists every session; a file that does not load is listed with
-// its error.
-func (s *Server) summaries() []Summary {
-	all, order := s.names()
-	out := make([]Summary, 0, len(order))
-	for _, n := range order {
-		m, err := s.modelAt(n, all[n])
-		if err != nil {
-			out = append(out, Summary{Name: n, Error: err.Error()})
+// summaries lists the sessions of a page (0-based) and how many there
+// are. A session indexed for its file's current version shows its
+// figures; one not yet indexed is summarized now while the page's
+// inlineBudget lasts, else shown from its header line and file alone
+// (Pending) and left to the indexer. A file that does not load is listed
+// with its error.
+func (s *Server) summaries(page int) ([]Summary, int, int) {
+	all := s.sources()
+	from := min(len(all), page*SessionsPage)
+	srcs := all[from:min(len(all), from+SessionsPage)]
+	out := make([]Summary, 0, len(srcs))
+	budget := int64(inlineBudget)
+	pending := 0
+	for _, src := range srcs {
+		if src.refused != "" {
+			out = append(out, Summary{Name: src.name, Error: src.refused})
 			continue
 		}
-		out = append(out, m.summary())
+		st, err := os.Stat(src.path)
+		if err != nil {
+			out = append(out, Summary{Name: src.name, Error: err.Error()})
+			continue
+		}
+		if sum, ok := s.indexedSummary(src, st); ok {
+			out = append(out, sum)
+			continue
+		}
+		if st.Size() <= budget {
+			budget -= st.Size()
+			out = append(out, s.summarize(src, st))
+			continue
+		}
+		budget = 0
+		pending++
+		out = append(out, headerSummary(src, st))
 	}
-	return out
+	if pending > 0 {
+		s.kick()
+	}
+	return out, len(all), pending
+}
+
+func (s *Server) indexedSummary(src source, st os.FileInfo) (Summary, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.index[src.name]
+	if x == nil || x.path != src.path || x.size != st.Size() || !x.mod.Equal(st.ModTime()) {
+		return Summary{}, false
+	}
+	return x.sum, true
+}
+
+// summarize computes a file's summary and indexes it: from its model when
+// it is loaded, else from a model built for this and dropped (so indexing
+// a folder never holds more than one extra model).
+func (s *Server) summarize(src source, st os.FileInfo) Summary {
+	var sum Summary
+	if m := s.loaded(src.name, src.path, st); m != nil {
+		sum = m.summary()
+	} else if sess, err := Load(src.path); err != nil {
+		sum = Summary{Name: src.name, Error: err.Error()}
+	} else {
+		m := Build(sess)
+		m.Summary.Name = src.name
+		sum = m.summary()
+	}
+	s.mu.Lock()
+	s.index[src.name] = &indexed{path: src.path, size: st.Size(), mod: st.ModTime(), sum: sum}
+	s.mu.Unlock()
+	return sum
+}
+
+// headerSummary is what a file's first line and its metadata say of it.
+func headerSummary(src source, st os.FileInfo) Summary {
+	sum := Summary{Name: src.name, Pending: true, LastActivity: st.ModTime().UnixMilli()}
+	f, err := os.Open(src.path)
+	if err != nil {
+		return sum
+	}
+	defer f.Close()
+	line, _ := bufio.NewReaderSize(io.LimitReader(f, 1<<20), 64<<10).ReadSlice('\n')
+	if h, err := jsonl.ParseHeader(bytes.TrimSpace(line)); err == nil {
+		sum.ID = h.ID
+	}
+	return sum
+}
+
+func (s *Server) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// indexer summarizes, one file at a time, the sessions not indexed for
+// their current version, until the server closes.
+func (s *Server) indexer() {
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.wake:
+		}
+		for _, src := range s.sources() {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			if src.refused != "" {
+				continue
+			}
+			st, err := os.Stat(src.path)
+			if err != nil {
+				continue
+			}
+			if _, ok := s.indexedSummary(src, st); !ok {
+				s.summarize(src, st)
+			}
+		}
+	}
 }
 
 func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
-	s.render(w, "sessions.html", map[string]any{"Title": "Sessions", "Sessions": s.summaries()})
+	page, err := pageNumber(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	sums, total, pending := s.summaries(page)
+	last := max(0, (total-1)/SessionsPage)
+	s.render(w, "sessions.html", map[string]any{"Title": "Sessions", "Sessions": sums, "Total": total, "Pending": pending,
+		"Page": page + 1, "Pages": last + 1, "Prev": page, "Next": map[bool]int{true: page + 2}[page < last]})
 }
 
 func (s *Server) apiSessions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, map[string]any{"sessions": s.summaries()})
+	page, err := pageNumber(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	sums, total, pending := s.summaries(page)
+	writeJSON(w, map[string]any{"sessions": sums, "total": total, "pending": pending, "page": page + 1, "pageSize": SessionsPage})
+}
+
+// pageNumber is the 0-based page a ?page=N (1-based) names.
+func pageNumber(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("page")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: page=%q is not a page number (1, 2, …)", errBadRequest, v)
+	}
+	return n - 1, nil
 }
 
 func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
@@ -405,6 +663,11 @@ type trajectoryData struct {
 	Items   []Item
 	Next    int64
 	Partial bool // the page was rendered while the whole log was still loading
+	// Filter is the page's filter; Query its URL query ("" for none,
+	// else starting with "&"); Kinds the kinds it offers.
+	Filter Filter
+	Query  string
+	Kinds  []string
 }
 
 func (s *Server) trajectory(w http.ResponseWriter, r *http.Request, tmpl string) {
@@ -418,7 +681,8 @@ func (s *Server) trajectory(w http.ResponseWriter, r *http.Request, tmpl string)
 		m       *Model
 		partial bool
 	)
-	if tmpl == "trajectory.html" && from == 0 {
+	f := filterArgs(r)
+	if tmpl == "trajectory.html" && from == 0 && f.none() {
 		m, partial, err = s.firstScreen(name, limit)
 	} else {
 		m, err = s.model(name)
@@ -427,9 +691,19 @@ func (s *Server) trajectory(w http.ResponseWriter, r *http.Request, tmpl string)
 		s.fail(w, err)
 		return
 	}
-	items, next := page(m.Items, from, limit)
+	all := m.Items
+	if !f.none() {
+		all = m.Filter(f)
+	}
+	items, next := page(all, from, limit)
 	items = m.Fill(items)
-	s.render(w, tmpl, trajectoryData{Title: name, Name: name, Model: m, Items: items, Next: next, Partial: partial})
+	s.render(w, tmpl, trajectoryData{Title: name, Name: name, Model: m, Items: items, Next: next, Partial: partial,
+		Filter: f, Query: f.query(), Kinds: filterKinds})
+}
+
+func filterArgs(r *http.Request) Filter {
+	q := r.URL.Query()
+	return Filter{Kind: q.Get("kind"), Role: q.Get("role"), Text: q.Get("q")}
 }
 
 func (s *Server) trajectoryPage(w http.ResponseWriter, r *http.Request) {
@@ -510,8 +784,8 @@ func (s *Server) requestArg(w http.ResponseWriter, r *http.Request, arg string) 
 	n := 0
 	if v := r.URL.Query().Get("at"); v != "" && arg == "" {
 		seq, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			s.fail(w, fmt.Errorf("%w: at=%q is not a seq", errBadRequest, v))
+		if err != nil || seq < 0 {
+			s.fail(w, fmt.Errorf("%w: at=%q is not a seq (a number from 0 on)", errBadRequest, v))
 			return nil, nil, false
 		}
 		if e, ok := m.Session.Log.Event(seq); ok && e.Type == host.TypePluginCall {
@@ -563,10 +837,73 @@ func (s *Server) apiRequest(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// download marks a response as a file to save, named after the session.
+func download(w http.ResponseWriter, r *http.Request, name, ext string) {
+	if r.URL.Query().Get("download") != "" || ext == ".txt" {
+		base := strings.TrimSuffix(r.PathValue("name"), ".jsonl")
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": base + "-" + name + ext}))
+	}
+}
+
+// eventArg returns the event the seq path value names.
+func (s *Server) eventArg(w http.ResponseWriter, r *http.Request) (*Model, surface.Event, bool) {
+	m, err := s.model(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return nil, surface.Event{}, false
+	}
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil || seq < 0 {
+		s.fail(w, fmt.Errorf("%w: %q is not a seq", errBadRequest, r.PathValue("seq")))
+		return nil, surface.Event{}, false
+	}
+	e, ok := m.Session.Log.Event(seq)
+	if !ok {
+		s.fail(w, fmt.Errorf("%w: session %q has no event at seq %d", errNotFound, r.PathValue("name"), seq))
+		return nil, surface.Event{}, false
+	}
+	return m, e, true
+}
+
+// apiEvent serves one event whole (its data as the log holds it): what a
+// page cut short links to.
+func (s *Server) apiEvent(w http.ResponseWriter, r *http.Request) {
+	_, e, ok := s.eventArg(w, r)
+	if !ok {
+		return
+	}
+	data := jsontext.Value(e.Data)
+	if !data.IsValid() {
+		data = jsontext.Value("null")
+	}
+	v := map[string]any{"seq": e.Seq, "type": e.Type, "time": e.Time, "data": data}
+	download(w, r, "seq-"+strconv.FormatInt(e.Seq, 10), ".json")
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.MarshalWrite(w, v, json.Deterministic(true))
+}
+
+// apiEventText serves the whole text of the message or tool result at a
+// seq as a plain-text download.
+func (s *Server) apiEventText(w http.ResponseWriter, r *http.Request) {
+	m, e, ok := s.eventArg(w, r)
+	if !ok {
+		return
+	}
+	text, ok := m.Text(e.Seq)
+	if !ok {
+		s.fail(w, fmt.Errorf("%w: the event at seq %d (%s) holds no message", errNotFound, e.Seq, e.Type))
+		return
+	}
+	download(w, r, "seq-"+strconv.FormatInt(e.Seq, 10), ".txt")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, text)
+}
+
 // apiBody serves the exact wire body with the trailing newline host
 // request --at prints.
 func (s *Server) apiBody(w http.ResponseWriter, r *http.Request) {
 	if _, req, ok := s.requestArg(w, r, r.PathValue("n")); ok {
+		download(w, r, "request-"+strconv.Itoa(req.Index), ".json")
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(req.Body + "\n"))
 	}
@@ -594,9 +931,13 @@ func (s *Server) apiCallBody(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	download(w, r, "call-"+strconv.FormatInt(seq, 10), ".json")
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(req.Body + "\n"))
 }
+
+// TableRows is the number of requests a page of the tokens table lists.
+const TableRows = 200
 
 type tokensData struct {
 	Title  string
@@ -604,6 +945,11 @@ type tokensData struct {
 	Model  *Model
 	Chart  *Chart
 	Points []Point
+	// Rows are the table's page of Points: rows First to Last (1-based)
+	// of page Page of Pages; Prev and Next the pages around it (0: none).
+	Rows                    []Point
+	First, Last             int
+	Page, Pages, Prev, Next int
 }
 
 func (s *Server) tokensPage(w http.ResponseWriter, r *http.Request) {
@@ -613,8 +959,25 @@ func (s *Server) tokensPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	page, err := pageNumber(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	points, marks := m.Chart()
-	s.render(w, "tokens.html", tokensData{Title: name + " · tokens", Name: name, Model: m, Chart: drawChart(m, points, marks, r.URL.Query().Get("scale") == "data"), Points: points})
+	d := tokensData{Title: name + " · tokens", Name: name, Model: m, Chart: drawChart(m, points, marks, r.URL.Query().Get("scale") == "data"), Points: points}
+	d.Pages = max(1, (len(points)+TableRows-1)/TableRows)
+	if page >= d.Pages {
+		s.fail(w, fmt.Errorf("%w: page %d: the table has %d pages", errNotFound, page+1, d.Pages))
+		return
+	}
+	from := page * TableRows
+	d.Rows = points[from:min(len(points), from+TableRows)]
+	d.First, d.Last, d.Page, d.Prev = from+1, from+len(d.Rows), page+1, page
+	if page+1 < d.Pages {
+		d.Next = page + 2
+	}
+	s.render(w, "tokens.html", d)
 }
 
 func (s *Server) apiTokens(w http.ResponseWriter, r *http.Request) {
@@ -630,11 +993,25 @@ func (s *Server) apiTokens(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"window": m.Window, "threshold": m.Threshold, "points": points, "marks": marks})
 }
 
-// live streams server-sent events: "grow" with the new event count each
-// time the session file grows or changes.
+// counters is the JSON of the whole log's counters a live page shows.
+func counters(m *Model) []byte {
+	b, _ := json.Marshal(map[string]any{"events": m.Summary.Events, "turns": m.Summary.Turns,
+		"requests": m.Summary.Requests, "compactions": m.Summary.Compactions}, json.Deterministic(true))
+	return b
+}
+
+// live streams server-sent events: "hello" with the whole log's counters
+// once it is read, then "grow" with them each time the session file grows
+// or changes. The page fetches the items itself, from the last one it
+// holds (see app.js): the events say only that there is more.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	m, err := s.model(name)
+	path, err := s.path(name) // once: the folder is not listed again each tick
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	m, err := s.modelAt(name, path)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -647,7 +1024,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	last := m.Summary.Events
-	fmt.Fprintf(w, "event: hello\ndata: {\"events\":%d}\n\n", last)
+	fmt.Fprintf(w, "event: hello\ndata: %s\n\n", counters(m))
 	fl.Flush()
 	tick := time.NewTicker(s.o.Poll)
 	defer tick.Stop()
@@ -660,13 +1037,13 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-tick.C:
 		}
-		m, err := s.model(name)
+		m, err := s.modelAt(name, path)
 		if err != nil {
 			continue // a file being rewritten; try again
 		}
 		if n := m.Summary.Events; n != last {
 			last = n
-			fmt.Fprintf(w, "event: grow\ndata: {\"events\":%d}\n\n", n)
+			fmt.Fprintf(w, "event: grow\ndata: %s\n\n", counters(m))
 			fl.Flush()
 			continue
 		}

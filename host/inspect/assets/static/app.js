@@ -35,22 +35,45 @@
   if (page.dataset.page === "trajectory") trajectory();
   if (page.dataset.page === "request") request();
 
+  // The trajectory: pages load as the reader scrolls, and new events of a
+  // growing file are fetched as "everything after the last item this page
+  // holds". One fetch runs at a time; live arrivals during a fetch are
+  // coalesced into one fetch after it, whose start is computed only when
+  // it starts, so no item is ever fetched or shown twice.
   function trajectory() {
+    // The filter: a new page with the filter in its address.
+    function refilter() {
+      const q = new URLSearchParams();
+      for (const [k, id] of [["kind", "f-kind"], ["role", "f-role"], ["q", "f-q"]]) {
+        const v = document.getElementById(id).value;
+        if (v) q.set(k, v);
+      }
+      const s = q.toString();
+      location.assign(location.pathname + (s ? "?" + s : ""));
+    }
+    document.getElementById("f-kind").addEventListener("change", refilter);
+    document.getElementById("f-role").addEventListener("change", refilter);
+    document.getElementById("f-q").addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter") refilter();
+    });
+
     const list = document.getElementById("items");
     const base = page.dataset.items;
-    let chain = Promise.resolve();
-
-    function lastSeq() {
-      let last = -1;
-      for (const el of list.querySelectorAll(":scope > [data-seq]")) {
-        last = Math.max(last, Number(el.dataset.seq));
-      }
-      return last;
-    }
+    let have = -1; // the highest seq of an item on the page
+    for (const el of list.querySelectorAll(":scope > [data-seq]")) have = Math.max(have, Number(el.dataset.seq));
+    let busy = false;
+    let nextPage = null; // the seq the next page starts at, when one is wanted
+    let live = false; // the log grew since the last fetch started
 
     function append(nodes) {
       for (const n of nodes) {
-        if (n.nodeType === 1 && n.dataset.cid) {
+        if (n.nodeType !== 1) continue;
+        if (n.dataset.seq !== undefined) {
+          const seq = Number(n.dataset.seq);
+          if (seq <= have) continue; // already shown
+          have = seq;
+        }
+        if (n.dataset.cid) {
           // A compaction card replaces its earlier (open) version.
           for (const old of list.querySelectorAll("[data-cid]")) {
             if (old.dataset.cid === n.dataset.cid) old.remove();
@@ -61,13 +84,29 @@
       watchMore();
     }
 
-    function load(from) {
-      chain = chain.then(async function () {
-        append(fragment(await get(base + "?from=" + from)));
+    function pump() {
+      if (busy) return;
+      let from;
+      if (nextPage !== null) {
+        from = Math.max(Number(nextPage), have + 1);
+        nextPage = null;
+      } else if (live) {
+        live = false;
+        // Paging picks new items up when pages are still to come.
+        if (list.querySelector(":scope > .more")) return;
+        from = have + 1;
+      } else {
+        return;
+      }
+      busy = true;
+      get(base + "?from=" + from + (page.dataset.filter || "")).then(function (html) {
+        append(fragment(html));
       }).catch(function (e) {
         console.error(e);
+      }).finally(function () {
+        busy = false;
+        pump();
       });
-      return chain;
     }
 
     const io = new IntersectionObserver(function (entries) {
@@ -76,7 +115,8 @@
         const more = en.target;
         io.unobserve(more);
         more.remove();
-        load(more.dataset.next);
+        nextPage = more.dataset.next;
+        pump();
       }
     }, { rootMargin: "800px" });
 
@@ -86,18 +126,32 @@
     }
     watchMore();
 
+    // The counters follow the whole log: the server sends them once it has
+    // read it (hello) and whenever it grows.
+    function counters(data) {
+      const c = JSON.parse(data);
+      for (const k of ["events", "turns", "requests", "compactions"]) {
+        const el = document.getElementById(k);
+        if (el && c[k] !== undefined) el.textContent = String(c[k]);
+      }
+      const partial = document.getElementById("partial");
+      if (partial) partial.remove();
+    }
+
     const state = document.getElementById("live-state");
     const es = new EventSource(page.dataset.live);
     es.addEventListener("hello", function (ev) {
       state.textContent = "live";
-      document.getElementById("events").textContent = String(JSON.parse(ev.data).events);
+      counters(ev.data);
+      // What was written between the page's rendering and the stream's
+      // start.
+      live = true;
+      pump();
     });
     es.addEventListener("grow", function (ev) {
-      const n = JSON.parse(ev.data).events;
-      document.getElementById("events").textContent = String(n);
-      // Paging picks new items up when pages are still to come.
-      if (list.querySelector(":scope > .more")) return;
-      load(lastSeq() + 1);
+      counters(ev.data);
+      live = true;
+      pump();
     });
     es.onerror = function () { state.textContent = "live: reconnecting"; };
   }
