@@ -224,3 +224,37 @@ func TestConfigJSONDocExample(t *testing.T) {
 		last = i
 	}
 }
+
+// TestBadFlagValuesAreUsageMistakes: a flag value the configuration
+// rejects exits 2 and points at the command's help, as an unknown flag or
+// a bad --tokenizer does; the same value from a file or a variable is not
+// a command-line mistake and exits 1.
+func TestBadFlagValuesAreUsageMistakes(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"log level", []string{"run", "--route", "offline", "--log-level", "bogus", "hi"}, `"bogus" is not a log level`},
+		{"route", []string{"run", "--route", "nope", "hi"}, `"nope" is not a configured route`},
+		{"max tokens", []string{"run", "--route", "offline", "--max-tokens", "99999999", "hi"}, "must be below contextWindow"},
+		{"context window", []string{"run", "--route", "offline", "--context-window", "-1", "hi"}, "must be a positive number of tokens"},
+		{"compact's route", []string{"compact", "--route", "nope", "s.jsonl"}, `"nope" is not a configured route`},
+		{"eval's log level", []string{"eval", "--log-level", "bogus", "s.jsonl"}, `"bogus" is not a log level`},
+		{"eval's tokenizer", []string{"eval", "--tokenizer", "bogus", "s.jsonl"}, `unknown tokenizer "bogus"`},
+		{"unknown flag", []string{"run", "--bogus", "hi"}, "unknown flag --bogus"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := configRun(t, t.TempDir(), nil, c.args...)
+			require.Equal(t, 2, r.code, r.stderr)
+			require.Contains(t, r.stderr, c.want)
+			require.Contains(t, r.stderr, `run "weir `+c.args[0]+` -h" for its usage`)
+			require.Empty(t, r.stdout)
+		})
+	}
+	r := configRun(t, t.TempDir(), map[string]string{"WEIR_LOG_LEVEL": "bogus"}, "run", "--route", "offline", "hi")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, `"bogus" is not a log level`)
+	require.NotContains(t, r.stderr, "for its usage")
+}
