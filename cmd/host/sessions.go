@@ -336,7 +336,7 @@ func importCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *batch < 1 || *from == "" {
+	if len(pos) != 1 || *batch < 1 { // no --from: SESSION must be a file (copySource)
 		return usagef("usage: %[1]s import SESSION --from STORE [--to STORE] [--id ID] [--batch N]", prog)
 	}
 	return copySession(e, o, "import", *from, *to, pos[0], *id, *batch)
@@ -352,7 +352,7 @@ func importCmd(e *env, args []string) error {
 func copySession(e *env, o *storeFlags, name, from, to, ref, id string, batch int) error {
 	ctx, _, stop := interrupts(e)
 	defer stop()
-	src, err := o.open(ctx, e, name, from)
+	src, check, err := o.copySource(ctx, e, name, from, ref)
 	if err != nil {
 		return err
 	}
@@ -373,6 +373,9 @@ func copySession(e *env, o *storeFlags, name, from, to, ref, id string, batch in
 	})
 	if err != nil {
 		return fmt.Errorf("%s: read %s: %w", name, ref, err)
+	}
+	if err := check(info); err != nil {
+		return err
 	}
 	if id == "" {
 		id = info.ID
