@@ -164,7 +164,7 @@ func evalCmd(e *env, args []string) error {
 		return writeJSON(e.stdout, evalJSON{Session: ld.id, Assumption: assumption, Recorded: len(rec.Requests),
 			Prices: orDefault(opts.Prices), Sets: results, ElapsedMs: elapsed.Milliseconds()})
 	}
-	printEval(e.stdout, pos[0], rec, results, orDefault(opts.Prices))
+	printEval(e.stdout, pos[0], *tok, rec, results, orDefault(opts.Prices))
 	if *chart != "" {
 		fmt.Fprintf(e.stdout, "\nchart: %s\n", *chart)
 	}
@@ -282,13 +282,20 @@ func counterNamed(name string) (tokenizer.Counter, error) {
 	return open()
 }
 
-// printEval prints the report, one column per set.
-func printEval(w io.Writer, path string, rec *eval.Recording, results []*eval.Result, p eval.Prices) {
+// printEval prints the report, one column per set. chosen is the
+// --tokenizer the user gave ("" for none): the header names the tokenizer
+// by it, with the encoding's own name beside it when that differs
+// ("o200k (o200k_base)"); JSON carries the encoding's name.
+func printEval(w io.Writer, path, chosen string, rec *eval.Recording, results []*eval.Result, p eval.Prices) {
 	fmt.Fprintf(w, "eval of %s: %d turns, %d recorded requests\n", path, len(rec.Turns), len(rec.Requests))
 	fmt.Fprintf(w, "method: %s\n", assumption)
 	if len(results) > 0 {
+		name := results[0].Tokenizer
+		if chosen != "" && chosen != name {
+			name = chosen + " (" + name + ")"
+		}
 		fmt.Fprintf(w, "tokenizer %s · context window %d · prices $/M tokens: cache hit %g, cache miss %g, output %g\n\n",
-			results[0].Tokenizer, results[0].Window, p.CacheHit, p.CacheMiss, p.Output)
+			name, results[0].Window, p.CacheHit, p.CacheMiss, p.Output)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(label string, f func(r *eval.Result) string) {
