@@ -80,7 +80,11 @@ func TestMain(m *testing.M) {
 	// In-process commands compile into the same cache, never the user's.
 	os.Setenv("WEIR_WAZERO_CACHE", wazeroCache)
 	code := 1
-	if out, err := exec.Command("go", "build", "-o", hostBin, "../weir").CombinedOutput(); err != nil {
+	// Stripped (-s -w): no symbol table or DWARF, a quarter smaller and a
+	// third quicker to link and write, which is this package's fixed cost
+	// on every run; the packages come from the build cache the test binary
+	// filled (-trimpath would compile them all again).
+	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", hostBin, "../weir").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build weir: %v\n%s", err, out)
 	} else if err := os.MkdirAll(testHome, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
