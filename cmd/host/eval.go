@@ -209,24 +209,23 @@ func replaySet(ctx context.Context, e *env, cfg *config.Config, rec *eval.Record
 		}
 		return p.Compactors, p.Meter, nil
 	}}
-	if f, ok := e.stderr.(*os.File); ok && isTerminal(f) {
-		opts.Progress = progressBar(e.stderr, ns.name)
-		defer fmt.Fprint(e.stderr, "\r\x1b[K")
+	if st := statusOf(e.stderr); st != nil {
+		opts.Progress = progressBar(st, ns.name)
+		defer st.Clear()
 	}
 	return eval.Replay(ctx, rec, s, opts)
 }
 
-// progressBar draws a one-line bar on a terminal.
-func progressBar(w io.Writer, name string) func(done, total int) {
+// progressBar draws a set's bar as the terminal's status line, at most
+// ten times a second; log lines written meanwhile go above it.
+func progressBar(st *status, name string) func(done, total int) {
 	last := time.Time{}
 	return func(done, total int) {
 		if total == 0 || (done < total && time.Since(last) < 100*time.Millisecond) {
 			return
 		}
 		last = time.Now()
-		const width = 30
-		fill := done * width / total
-		fmt.Fprintf(w, "\r\x1b[K%s [%s%s] %d/%d requests", termSafe(name), strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total)
+		st.Set(barLine(name, done, total))
 	}
 }
 

@@ -96,7 +96,11 @@ func Main() int {
 			prog = strings.TrimSuffix(name, ".exe")
 		}
 	}
-	return run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	var stderr io.Writer = os.Stderr
+	if isTerminal(os.Stderr) {
+		stderr = newStatus(os.Stderr) // a status line for long waits (progress.go)
+	}
+	return run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: stderr}, os.Args[1:])
 }
 
 // run executes a command line and returns the exit status.

@@ -229,10 +229,13 @@ func runCmd(e *env, args []string) error {
 	defer release()
 	rec := recordTurn(s.Log()) // for --json
 	cwd, _ := os.Getwd()
-	out := newPrinter(e.stdout)
+	wait := newModelWait(statusOf(e.stderr), route.Route.Model)
+	out := newPrinter(wait.Output(e.stdout))
 	if *asJSON {
 		out = newPrinter(io.Discard) // standard output carries the JSON only
 	}
+	s.Log().Observe(wait.observe)
+	defer wait.end()
 	var (
 		ctx         = context.Background()
 		interrupted = func() bool { return false }
