@@ -207,3 +207,22 @@ func TestSnapshotLayoutDocExample(t *testing.T) {
 	}
 	require.Equal(t, 4, n)
 }
+
+// TestPluginsListJSONDocExample: docs/cli.md's "plugins list --json"
+// excerpt is part of what the command prints for the configuration it
+// describes.
+func TestPluginsListJSONDocExample(t *testing.T) {
+	doc := readDoc(t, "docs/cli.md")
+	dir := t.TempDir()
+	example := fenceAfter(t, doc, "`plugins list --json`: one object per configured plugin", "json")
+	var want any
+	require.NoError(t, json.Unmarshal([]byte(strings.ReplaceAll(example, "/home/me/proj", dir)), &want))
+	writeFile(t, filepath.Join(dir, "weir.yaml"), "plugins:\n  - name: token-meter\n    enabled: false\n"+
+		"  - name: my-meter\n    role: token-meter\n    path: plugins/my-meter.wasm\n")
+	writeFile(t, filepath.Join(dir, "plugins", "my-meter.wasm"), "\x00asm\x01\x00\x00\x00")
+	r := configRun(t, dir, nil, "plugins", "list", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var got any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	requireExcerpt(t, want, got, "plugins list --json")
+}
