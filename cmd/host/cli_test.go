@@ -289,7 +289,7 @@ func TestMessagesNameTheCause(t *testing.T) {
 		want  []string
 		avoid string
 	}{
-		{"unknown route flag", nil, []string{"run", "--route", "nope", "--base-url", "http://localhost:1", "hi"}, 1,
+		{"unknown route flag", nil, []string{"run", "--route", "nope", "--base-url", "http://localhost:1", "hi"}, 2,
 			[]string{`model: "nope" is not a configured route`, "(from flag --route)"}, "from flag --base-url"},
 		{"unknown route variable", []string{"WEIR_MODEL=nope"}, []string{"run", "--api-key-env", "K", "hi"}, 1,
 			[]string{`model: "nope" is not a configured route`, "(from $WEIR_MODEL)"}, "from flag --api-key-env"},

@@ -95,11 +95,13 @@ func compactCmd(e *env, args []string) error {
 	p.watch(s.Log(), a.Providers.Compactors)
 	before, from := s.Log().NodeCount(), s.Log().NextSeq()
 	var changed bool
+	waited := statusOf(e.stderr).wait(compactWait(pos[0], a.Providers.Compactors, route))
 	if *region != "" {
 		changed, err = a.CompactRegion(ctx, start, end)
 	} else {
 		changed, err = a.CompactNow(ctx)
 	}
+	waited()
 	if interrupted() {
 		return &exitStatus{code: 130, msg: "interrupted: the compaction was cancelled and nothing committed was lost; session " + pos[0]}
 	}

@@ -89,7 +89,9 @@ func cell(v any) string {
 }
 
 // configError prints a configuration's problems on stderr, one a line, and
-// returns errSilent (exit status 1); other errors are returned as they are.
+// returns errSilent (exit status 1), or a usage mistake (exit status 2)
+// when a value a flag gave is among them: the command line must change,
+// as for an unknown flag. Other errors are returned as they are.
 func configError(e *env, cmd string, err error) error {
 	var errs config.Errors
 	if !errors.As(err, &errs) {
@@ -100,8 +102,13 @@ func configError(e *env, cmd string, err error) error {
 		noun = "problem"
 	}
 	fmt.Fprintf(e.stderr, "%s %s: the configuration has %d %s:\n", prog, cmd, len(errs), noun)
+	fromFlag := false
 	for _, p := range errs {
 		fmt.Fprintf(e.stderr, "  %s\n", termLine(p.Error()))
+		fromFlag = fromFlag || p.Source.Kind == config.FromFlag
+	}
+	if fromFlag {
+		return &exitStatus{code: 2}
 	}
 	return errSilent
 }

@@ -2,14 +2,18 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/eval"
 )
 
 // configRun runs "host ARGS" in-process in dir, with a user config folder
@@ -223,4 +227,119 @@ func TestConfigJSONDocExample(t *testing.T) {
 		require.Greater(t, i, last, "%s is listed in the output's order", w.Key)
 		last = i
 	}
+}
+
+// TestBadFlagValuesAreUsageMistakes: a flag value the configuration
+// rejects exits 2 and points at the command's help, as an unknown flag or
+// a bad --tokenizer does; the same value from a file or a variable is not
+// a command-line mistake and exits 1.
+func TestBadFlagValuesAreUsageMistakes(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"log level", []string{"run", "--route", "offline", "--log-level", "bogus", "hi"}, `"bogus" is not a log level`},
+		{"route", []string{"run", "--route", "nope", "hi"}, `"nope" is not a configured route`},
+		{"max tokens", []string{"run", "--route", "offline", "--max-tokens", "99999999", "hi"}, "must be below contextWindow"},
+		{"context window", []string{"run", "--route", "offline", "--context-window", "-1", "hi"}, "must be a positive number of tokens"},
+		{"compact's route", []string{"compact", "--route", "nope", "s.jsonl"}, `"nope" is not a configured route`},
+		{"eval's log level", []string{"eval", "--log-level", "bogus", "s.jsonl"}, `"bogus" is not a log level`},
+		{"eval's tokenizer", []string{"eval", "--tokenizer", "bogus", "s.jsonl"}, `unknown tokenizer "bogus"`},
+		{"unknown flag", []string{"run", "--bogus", "hi"}, "unknown flag --bogus"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := configRun(t, t.TempDir(), nil, c.args...)
+			require.Equal(t, 2, r.code, r.stderr)
+			require.Contains(t, r.stderr, c.want)
+			require.Contains(t, r.stderr, `run "weir `+c.args[0]+` -h" for its usage`)
+			require.Empty(t, r.stdout)
+		})
+	}
+	r := configRun(t, t.TempDir(), map[string]string{"WEIR_LOG_LEVEL": "bogus"}, "run", "--route", "offline", "hi")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, `"bogus" is not a log level`)
+	require.NotContains(t, r.stderr, "for its usage")
+}
+
+// docKeyRows are the keys of docs/config.md's "## Keys" table, one list per
+// row: a row naming more than one key (`eval.prices.cacheHit`, `.cacheMiss`)
+// lists each, a leading dot standing for the first key's parent.
+func docKeyRows(t *testing.T) [][]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "config.md"))
+	require.NoError(t, err)
+	doc := string(raw)
+	i := strings.Index(doc, "\n## Keys\n")
+	require.GreaterOrEqual(t, i, 0, "docs/config.md has a Keys section")
+	var rows [][]string
+	for _, line := range strings.Split(doc[i:], "\n")[5:] { // after the heading and the table's head
+		if !strings.HasPrefix(line, "| `") {
+			break
+		}
+		cell := strings.Split(line, "|")[1]
+		var keys []string
+		for j, part := range strings.Split(cell, "`") {
+			if j%2 == 0 {
+				continue
+			}
+			if strings.HasPrefix(part, ".") && len(keys) > 0 {
+				part = keys[0][:strings.LastIndex(keys[0], ".")] + part
+			}
+			keys = append(keys, part)
+		}
+		rows = append(rows, keys)
+	}
+	require.NotEmpty(t, rows)
+	return rows
+}
+
+// TestConfigKeysInTheTablesOrder: "config --json" lists every key in the
+// order of docs/config.md's table (the first route and the first plugin
+// stand for all), every key it lists has a row, and the eval.prices
+// defaults it prints are the table's and host/eval's.
+func TestConfigKeysInTheTablesOrder(t *testing.T) {
+	rows := docKeyRows(t)
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "config.md"))
+	require.NoError(t, err)
+	rowOf := func(key string) int {
+		best, bestLen := -1, 0
+		for i, keys := range rows {
+			for _, k := range keys {
+				if (key == k || strings.HasPrefix(key, k+".") || strings.HasPrefix(key, k+"[")) && len(k) > bestLen {
+					best, bestLen = i, len(k)
+				}
+			}
+		}
+		return best
+	}
+	r := configRun(t, t.TempDir(), nil, "config", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var doc configJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	routes := regexp.MustCompile(`^models\.[^.]+\.`)
+	index := regexp.MustCompile(`\[\d+\]`)
+	seen := map[string]bool{}
+	last, lastKey := -1, ""
+	prices := map[string]any{}
+	for _, e := range doc.Entries {
+		if strings.HasPrefix(e.Key, "eval.prices.") {
+			prices[e.Key] = e.Value
+		}
+		key := index.ReplaceAllString(routes.ReplaceAllString(e.Key, "models.NAME."), "[i]")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		row := rowOf(key)
+		require.GreaterOrEqual(t, row, 0, "docs/config.md's table has no row for %s", e.Key)
+		require.GreaterOrEqual(t, row, last, "docs/config.md's table lists %s before %s; config --json the other way", key, lastKey)
+		last, lastKey = row, key
+	}
+	want := config.Default().Eval.Prices
+	require.Equal(t, eval.Prices(want), eval.DeepSeekPrices, "the configuration's default prices are host/eval's")
+	require.Equal(t, map[string]any{"eval.prices.cacheHit": want.CacheHit, "eval.prices.cacheMiss": want.CacheMiss,
+		"eval.prices.output": want.Output}, prices)
+	require.Contains(t, string(raw), fmt.Sprintf("DeepSeek's list prices: `%g`, `%g`, `%g`", want.CacheHit, want.CacheMiss, want.Output))
 }

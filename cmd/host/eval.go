@@ -164,7 +164,7 @@ func evalCmd(e *env, args []string) error {
 		return writeJSON(e.stdout, evalJSON{Session: ld.id, Assumption: assumption, Recorded: len(rec.Requests),
 			Prices: orDefault(opts.Prices), Sets: results, ElapsedMs: elapsed.Milliseconds()})
 	}
-	printEval(e.stdout, pos[0], rec, results, orDefault(opts.Prices))
+	printEval(e.stdout, pos[0], *tok, rec, results, orDefault(opts.Prices))
 	if *chart != "" {
 		fmt.Fprintf(e.stdout, "\nchart: %s\n", *chart)
 	}
@@ -209,24 +209,23 @@ func replaySet(ctx context.Context, e *env, cfg *config.Config, rec *eval.Record
 		}
 		return p.Compactors, p.Meter, nil
 	}}
-	if f, ok := e.stderr.(*os.File); ok && isTerminal(f) {
-		opts.Progress = progressBar(e.stderr, ns.name)
-		defer fmt.Fprint(e.stderr, "\r\x1b[K")
+	if st := statusOf(e.stderr); st != nil {
+		opts.Progress = progressBar(st, ns.name)
+		defer st.Clear()
 	}
 	return eval.Replay(ctx, rec, s, opts)
 }
 
-// progressBar draws a one-line bar on a terminal.
-func progressBar(w io.Writer, name string) func(done, total int) {
+// progressBar draws a set's bar as the terminal's status line, at most
+// ten times a second; log lines written meanwhile go above it.
+func progressBar(st *status, name string) func(done, total int) {
 	last := time.Time{}
 	return func(done, total int) {
 		if total == 0 || (done < total && time.Since(last) < 100*time.Millisecond) {
 			return
 		}
 		last = time.Now()
-		const width = 30
-		fill := done * width / total
-		fmt.Fprintf(w, "\r\x1b[K%s [%s%s] %d/%d requests", termSafe(name), strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total)
+		st.Set(barLine(name, done, total))
 	}
 }
 
@@ -282,13 +281,20 @@ func counterNamed(name string) (tokenizer.Counter, error) {
 	return open()
 }
 
-// printEval prints the report, one column per set.
-func printEval(w io.Writer, path string, rec *eval.Recording, results []*eval.Result, p eval.Prices) {
+// printEval prints the report, one column per set. chosen is the
+// --tokenizer the user gave ("" for none): the header names the tokenizer
+// by it, with the encoding's own name beside it when that differs
+// ("o200k (o200k_base)"); JSON carries the encoding's name.
+func printEval(w io.Writer, path, chosen string, rec *eval.Recording, results []*eval.Result, p eval.Prices) {
 	fmt.Fprintf(w, "eval of %s: %d turns, %d recorded requests\n", path, len(rec.Turns), len(rec.Requests))
 	fmt.Fprintf(w, "method: %s\n", assumption)
 	if len(results) > 0 {
+		name := results[0].Tokenizer
+		if chosen != "" && chosen != name {
+			name = chosen + " (" + name + ")"
+		}
 		fmt.Fprintf(w, "tokenizer %s · context window %d · prices $/M tokens: cache hit %g, cache miss %g, output %g\n\n",
-			results[0].Tokenizer, results[0].Window, p.CacheHit, p.CacheMiss, p.Output)
+			name, results[0].Window, p.CacheHit, p.CacheMiss, p.Output)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(label string, f func(r *eval.Result) string) {

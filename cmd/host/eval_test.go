@@ -194,3 +194,21 @@ func TestEvalWritesNoMeterState(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(orig), string(after))
 }
+
+// TestEvalHeaderNamesTheChosenTokenizer: the report's header names the
+// tokenizer as --tokenizer did, the encoding's own name beside it when
+// that differs, and the recorded route's counter as it is named when no
+// --tokenizer was given.
+func TestEvalHeaderNamesTheChosenTokenizer(t *testing.T) {
+	cases := []struct{ chosen, counter, want string }{
+		{"o200k", "o200k_base", "tokenizer o200k (o200k_base) · context window 8192 ·"},
+		{"cl100k", "cl100k_base", "tokenizer cl100k (cl100k_base) · context window 8192 ·"},
+		{"deepseek-v3", "deepseek-v3", "tokenizer deepseek-v3 · context window 8192 ·"},
+		{"", "heuristic", "tokenizer heuristic · context window 8192 ·"},
+	}
+	for _, c := range cases {
+		var out bytes.Buffer
+		printEval(&out, "s.jsonl", c.chosen, &eval.Recording{}, []*eval.Result{{Set: "baseline", Tokenizer: c.counter, Window: 8192}}, eval.DeepSeekPrices)
+		require.Contains(t, out.String(), "\n"+c.want, c.chosen)
+	}
+}

@@ -55,6 +55,15 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// usageExit ends a command whose command line was wrong, once its message
+// is printed: it points at the command's help and returns exit status 2.
+// Every usage mistake ends here, a bad flag value the configuration
+// rejects as much as an unknown flag.
+func usageExit(e *env, cmd string) int {
+	fmt.Fprintf(e.stderr, "run \"%s %s -h\" for its usage\n", prog, cmd)
+	return 2
+}
+
 // helpRequest is returned for -h or --help: the command's help goes to
 // standard output and the exit status is 0.
 type helpRequest struct{ fs *flag.FlagSet }
@@ -87,7 +96,11 @@ func Main() int {
 			prog = strings.TrimSuffix(name, ".exe")
 		}
 	}
-	return run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	var stderr io.Writer = os.Stderr
+	if isTerminal(os.Stderr) {
+		stderr = newStatus(os.Stderr) // a status line for long waits (progress.go)
+	}
+	return run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: stderr}, os.Args[1:])
 }
 
 // run executes a command line and returns the exit status.
@@ -130,11 +143,14 @@ func run(e *env, args []string) int {
 		printCommandHelp(e.stdout, c, hr.fs)
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(e.stderr, "%[1]s %[2]s: %[3]s\nrun \"%[1]s %[2]s -h\" for its usage\n", prog, c.name, termSafe(err.Error()))
-		return 2
+		fmt.Fprintf(e.stderr, "%s %s: %s\n", prog, c.name, termSafe(err.Error()))
+		return usageExit(e, c.name)
 	case errors.As(err, &xs):
 		if xs.msg != "" {
 			fmt.Fprintf(e.stderr, "%s %s: %s\n", prog, c.name, termSafe(xs.msg))
+		}
+		if xs.code == 2 {
+			return usageExit(e, c.name)
 		}
 		return xs.code
 	case errors.Is(err, errSilent):

@@ -177,12 +177,16 @@ func runCmd(e *env, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var o runOptions
 	o.flags(fs, true)
+	asJSON := fs.Bool("json", false, "print the turn's result and the events it committed as one JSON object on standard output instead of the streamed text (docs/cli.md)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	prompt := strings.Join(pos, " ")
 	interactive := prompt == "" && isTerminal(e.stdin)
+	if interactive && *asJSON {
+		return usagef("--json runs one turn: give the prompt as arguments or on standard input")
+	}
 	if prompt == "" && !interactive {
 		b, err := io.ReadAll(e.stdin)
 		if err != nil {
@@ -222,8 +226,15 @@ func runCmd(e *env, args []string) error {
 		return err
 	}
 	defer release()
+	rec := recordTurn(s.Log()) // for --json
 	cwd, _ := os.Getwd()
-	out := newPrinter(e.stdout)
+	wait := newModelWait(statusOf(e.stderr), route.Route.Model)
+	out := newPrinter(wait.Output(e.stdout))
+	if *asJSON {
+		out = newPrinter(io.Discard) // standard output carries the JSON only
+	}
+	s.Log().Observe(wait.observe)
+	defer wait.end()
 	var (
 		ctx         = context.Background()
 		interrupted = func() bool { return false }
@@ -275,6 +286,11 @@ func runCmd(e *env, args []string) error {
 	}
 	takeBack(e, a.Agent)
 	fmt.Fprintf(e.stderr, "turn %d: %s · session %s\n", res.Turn, describeEnd(res.Reason), path)
+	if *asJSON {
+		if err := rec.write(e.stdout, path, res.Turn, res.Reason, res.Steps); err != nil {
+			return err
+		}
+	}
 	if interrupted() {
 		return &exitStatus{code: 130}
 	}

@@ -25,7 +25,7 @@ import (
 func init() {
 	register(&command{name: "sessions", args: "list | show ID | delete ID | release ID | expire --older-than DURATION", summary: "list the sessions of the configured store (sessions.store) or of --store, show one with its writer's lease, delete one, release a dead writer's lease, or delete those not written to for a while", run: sessionsCmd})
 	register(&command{name: "export", args: "SESSION --to STORE", summary: "copy a session from the configured store to another store, events byte for byte", run: exportCmd})
-	register(&command{name: "import", args: "SESSION --from STORE", summary: "copy a session from another store into the configured store, events byte for byte", run: importCmd})
+	register(&command{name: "import", args: "SESSION [--from STORE]", summary: "copy a session from another store into the configured store, events byte for byte", run: importCmd})
 }
 
 // A store spec is a sessions.store value ("file", "sqlite:PATH",
@@ -346,8 +346,8 @@ func importCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *batch < 1 || *from == "" {
-		return usagef("usage: %[1]s import SESSION --from STORE [--to STORE] [--id ID] [--batch N]", prog)
+	if len(pos) != 1 || *batch < 1 { // no --from: SESSION must be a file (copySource)
+		return usagef("usage: %[1]s import SESSION [--from STORE] [--to STORE] [--id ID] [--batch N]", prog)
 	}
 	return copySession(e, o, "import", *from, *to, pos[0], *id, *batch)
 }
@@ -362,7 +362,7 @@ func importCmd(e *env, args []string) error {
 func copySession(e *env, o *storeFlags, name, from, to, ref, id string, batch int) error {
 	ctx, _, stop := interrupts(e)
 	defer stop()
-	src, err := o.open(ctx, e, name, from)
+	src, check, err := o.copySource(ctx, e, name, from, ref)
 	if err != nil {
 		return err
 	}
@@ -383,6 +383,9 @@ func copySession(e *env, o *storeFlags, name, from, to, ref, id string, batch in
 	})
 	if err != nil {
 		return fmt.Errorf("%s: read %s: %w", name, ref, err)
+	}
+	if err := check(info); err != nil {
+		return err
 	}
 	if id == "" {
 		id = info.ID

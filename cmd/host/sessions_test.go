@@ -59,7 +59,7 @@ func TestSessionsInSQLite(t *testing.T) {
 	r = runHost(t, dir, "", "export", "demo-1", "--to", out)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "read back byte for byte")
-	r = runHost(t, dir, "", "import", "copy", "--from", out, "--id", "demo-2")
+	r = runHost(t, dir, "", "import", "demo-1", "--from", out, "--id", "demo-2")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = runHost(t, dir, "", "export", "demo-2", "--to", filepath.Join(dir, "demo-2.jsonl"))
 	require.Equal(t, 0, r.code, r.stderr)
@@ -96,12 +96,12 @@ func TestSessionsInSQLite(t *testing.T) {
 
 	// Copying again onto the same copy finds nothing left to do; copying
 	// over a session that holds other events is refused.
-	r = runHost(t, dir, "", "import", "copy", "--from", out, "--id", "demo-2")
+	r = runHost(t, dir, "", "import", "demo-1", "--from", out, "--id", "demo-2")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "already holds the first")
 	r = runHost(t, dir, "", "run", "--route", "offline", "--session", "demo-3", "something else")
 	require.Equal(t, 0, r.code, r.stderr)
-	r = runHost(t, dir, "", "import", "copy", "--from", out, "--id", "demo-3")
+	r = runHost(t, dir, "", "import", "demo-1", "--from", out, "--id", "demo-3")
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "refusing to copy over them")
 	// The lease tools: show names the last writer and its epoch, the

@@ -213,9 +213,14 @@ type Retry struct {
 // Eval configures host eval's report.
 type Eval struct {
 	// Prices is the price table of the cost estimate, in dollars per
-	// million tokens; all zero means DeepSeek's list prices.
+	// million tokens; the default is DefaultPrices, and all zero is taken
+	// as DefaultPrices too.
 	Prices Prices `koanf:"prices"`
 }
+
+// DefaultPrices are DeepSeek's list prices for deepseek-chat (V3.2), the
+// default of eval.prices (host/eval's DeepSeekPrices, the same table).
+var DefaultPrices = Prices{CacheHit: 0.028, CacheMiss: 0.28, Output: 0.42}
 
 // Prices are dollars per million tokens: input served from the provider's
 // prompt cache, input not served from it, and output.
@@ -371,6 +376,7 @@ func Default() *Config {
 		Tools:    Tools{Timeout: 60 * time.Second, Timeouts: map[string]time.Duration{}, Policy: map[string]string{}},
 		MCP:      MCP{Servers: map[string]*MCPServer{}},
 		Retry:    Retry{MaxWait: 30 * time.Second},
+		Eval:     Eval{Prices: DefaultPrices},
 		Sessions: Sessions{Dir: ".weir/sessions", Store: "file"},
 		Log:      Log{Level: "warn", Format: "text"},
 	}

@@ -102,7 +102,7 @@ func (s *Store) open(path, id string, opt store.OpenOptions, load func(surface.E
 	switch {
 	case err == nil:
 		h := js.Header()
-		return &writer{js: js, info: store.Info{ID: h.ID, CreatedAt: h.CreatedAt, Events: js.NextSeq()}}, nil
+		return &writer{js: js, info: store.Info{ID: s.idOf(path, h.ID), CreatedAt: h.CreatedAt, Events: js.NextSeq()}}, nil
 	case errors.Is(err, jsonl.ErrLocked):
 		return nil, also{err, store.ErrLocked}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -150,7 +150,7 @@ func (s *Store) Load(ctx context.Context, id string, fn func(surface.Event) erro
 	if err != nil {
 		return store.Info{}, err
 	}
-	info := store.Info{ID: ld.Header.ID, CreatedAt: ld.Header.CreatedAt, Events: ld.Events, Header: &ld.Header}
+	info := store.Info{ID: s.idOf(path, ld.Header.ID), CreatedAt: ld.Header.CreatedAt, Events: ld.Events, Header: &ld.Header}
 	if st, err := os.Stat(path); err == nil {
 		info.UpdatedAt = st.ModTime().UnixMilli()
 	}
@@ -194,6 +194,18 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	return out, nil
 }
 
+// idOf is the id of the session in the file at path whose header names
+// header: in a Dir store the file's name without .jsonl, the id Open, Load
+// and List take and report (a file renamed, or named by time as "weir
+// run" names its new files, keeps the id it was written with in its
+// header); in a Single store the header's.
+func (s *Store) idOf(path, header string) string {
+	if s.single != "" {
+		return header
+	}
+	return strings.TrimSuffix(filepath.Base(path), Ext)
+}
+
 // info counts a file's events without decoding them.
 func (s *Store) info(path string) (store.Info, error) {
 	f, err := os.Open(path)
@@ -205,11 +217,7 @@ func (s *Store) info(path string) (store.Info, error) {
 	if err != nil {
 		return store.Info{}, err
 	}
-	id := h.ID
-	if s.single == "" {
-		id = strings.TrimSuffix(filepath.Base(path), Ext)
-	}
-	info := store.Info{ID: id, CreatedAt: h.CreatedAt, Events: int64(len(evs))}
+	info := store.Info{ID: s.idOf(path, h.ID), CreatedAt: h.CreatedAt, Events: int64(len(evs))}
 	if st, err := f.Stat(); err == nil {
 		info.UpdatedAt = st.ModTime().UnixMilli()
 	}

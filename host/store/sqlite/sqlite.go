@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -79,8 +81,14 @@ INSERT INTO weir_epoch (last) SELECT COALESCE(MAX(epoch), 0) FROM sessions`,
 }
 
 // Open opens (creating it when missing) the database file at path and
-// applies the schema migrations it lacks.
+// applies the schema migrations it lacks. The file's folder is created
+// when missing, as the file store creates its own.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	if path != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite store %s: the database's folder: %w", path, err)
+		}
+	}
 	var o options
 	for _, f := range opts {
 		f(&o)

@@ -202,3 +202,21 @@ func TestLockedNamesTheDatabase(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenCreatesTheFolder: a database path in a folder that does not
+// exist yet opens, as the file store's folder does; a folder that cannot
+// be made is an error naming the path.
+func TestOpenCreatesTheFolder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".weir", "deeper", "sessions.db")
+	st := open(t, path)
+	require.NoError(t, st.Close())
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.True(t, fi.Mode().IsRegular())
+
+	blocker := filepath.Join(dir, "plain-file")
+	require.NoError(t, os.WriteFile(blocker, nil, 0o644))
+	_, err = sqlite.Open(context.Background(), filepath.Join(blocker, "sessions.db"))
+	require.ErrorContains(t, err, "sqlite store "+filepath.Join(blocker, "sessions.db")+": the database's folder")
+}
