@@ -255,7 +255,6 @@ func TestScaleOutHosts(t *testing.T) {
 		killAt int // acknowledged turns after which it is killed; 0: never
 		lines  []string
 		killed bool
-		exited chan error
 	}
 	var mu sync.Mutex // guards every child's lines and killed
 	finished := make(chan *child)
