@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirhost/weir/host/llm/llmtest"
+	"github.com/weirhost/weir/host/mcp/mcptest"
 )
 
 // mcpTestServer serves an MCP server with a read-only tool and a writing
@@ -24,21 +23,12 @@ func mcpTestServer(t *testing.T, token string) string {
 	schema := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
 	result := func(s string) sdk.ToolHandler {
 		return func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}, nil
+			return mcptest.Text(s), nil
 		}
 	}
 	srv.AddTool(&sdk.Tool{Name: "read", Description: "Read a note.", InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, result("the note says hello"))
 	srv.AddTool(&sdk.Tool{Name: "write", Description: "Write a note.", InputSchema: schema}, result("written"))
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	return ts.URL
+	return mcptest.ServeHTTP(t, srv, token)
 }
 
 // weir run offers a configured MCP server's tools to a loopback model and

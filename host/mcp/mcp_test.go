@@ -1,14 +1,10 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +15,7 @@ import (
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/mcp"
+	"github.com/weirhost/weir/host/mcp/mcptest"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -28,25 +25,7 @@ func unmarshalArgs(req *sdk.CallToolRequest, v any) error {
 	return json.Unmarshal(req.Params.Arguments, v)
 }
 
-// syncBuf is a log sink the servers' goroutines write to.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func logger(buf *syncBuf) hclog.Logger {
+func logger(buf *mcptest.Log) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: buf, Level: hclog.Trace})
 }
 
@@ -94,17 +73,7 @@ func run(t *testing.T, tl host.Tool, args string) (string, error) {
 // requests that carry the bearer token.
 func httpServer(t testing.TB, token string) string {
 	t.Helper()
-	srv := testServer()
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	return ts.URL
+	return mcptest.ServeHTTP(t, testServer(), token)
 }
 
 func TestListAndCall(t *testing.T) {
@@ -120,7 +89,7 @@ func TestListAndCall(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var log syncBuf
+			var log mcptest.Log
 			s := open(t, tc.cfg(t), mcp.Options{Getenv: getenv, Logger: logger(&log)})
 			tools, err := s.Tools(context.Background())
 			require.NoError(t, err)
@@ -158,7 +127,7 @@ func TestListAndCall(t *testing.T) {
 
 func TestSecretNotInErrors(t *testing.T) {
 	const secret = "wrong-secret-value"
-	var log syncBuf
+	var log mcptest.Log
 	url := httpServer(t, "the-right-one")
 	s := open(t, mcp.Config{Name: "t", URL: url, Headers: map[string]string{"Authorization": "Bearer ${TEST_TOKEN}"}},
 		mcp.Options{Getenv: func(string) string { return secret }, Logger: logger(&log)})
@@ -248,7 +217,7 @@ func TestCancelledCall(t *testing.T) {
 func TestCrashingServerBreaker(t *testing.T) {
 	cfg := stdioConfig(t)
 	cfg.Failures = 2
-	var log syncBuf
+	var log mcptest.Log
 	set := mcp.NewSet([]mcp.Config{cfg}, mcp.Options{Logger: logger(&log)})
 	t.Cleanup(func() { _ = set.Close() })
 	changed := make(chan struct{}, 4)

@@ -1,13 +1,9 @@
 package setup_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +15,7 @@ import (
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/config"
 	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/host/mcp/mcptest"
 	"github.com/weirhost/weir/host/policy"
 	"github.com/weirhost/weir/host/setup"
 	"github.com/weirhost/weir/surface"
@@ -30,9 +27,7 @@ func mcpServer(t *testing.T, token string) string {
 	t.Helper()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
 	schema := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
-	text := func(s string) *sdk.CallToolResult {
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
-	}
+	text := mcptest.Text
 	srv.AddTool(&sdk.Tool{Name: "read", Description: "Read.", InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("contents"), nil })
 	srv.AddTool(&sdk.Tool{Name: "write", Description: "Write.", InputSchema: schema},
@@ -47,33 +42,7 @@ func mcpServer(t *testing.T, token string) string {
 				})
 			return text("grown"), nil
 		})
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	return ts.URL
-}
-
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	return mcptest.ServeHTTP(t, srv, token)
 }
 
 // A configured MCP server's tools are offered and called through a real
@@ -101,7 +70,7 @@ func TestMCPAgent(t *testing.T) {
 	  {"text": "second done"}
 	]}`))
 	require.NoError(t, err)
-	var log logBuf
+	var log mcptest.Log
 	var asked []string
 	h, err := setup.New(ctx, cfg, &setup.Options{
 		Route:  &setup.Route{Route: host.Route{Provider: "test", Model: "m", ContextWindow: 8192}, Model: llm.NewScripted(script)},
