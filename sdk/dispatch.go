@@ -88,6 +88,9 @@ func (d *dispatcher) call(method abi.Method, in []byte) (frame []byte) {
 			RenderOnChange: d.plugin.RenderOnChange, WarmState: d.plugin.WarmState,
 			Methods: d.plugin.methods(),
 		}
+		if d.plugin.ABIMinor != nil {
+			desc.AbiMinor = *d.plugin.ABIMinor
+		}
 		return d.ok(desc.Encode)
 	}
 	if !d.inited {

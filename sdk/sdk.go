@@ -83,6 +83,11 @@ type Plugin struct {
 	// ErrStateUnknown; with StateOptional set, Observe may return
 	// ErrStateKept instead of the blob. See docs/abi.md.
 	WarmState bool
+	// ABIMinor, when set, is the ABI minor the plugin declares in describe
+	// instead of the SDK's (abi.Minor), for a plugin written to the rules
+	// of an older minor (docs/abi.md, section 9.2). Such a plugin must use
+	// only what its minor has.
+	ABIMinor *uint32
 
 	SystemPrompt SystemPromptProvider
 	Compaction   CompactionProvider

@@ -206,6 +206,12 @@ func (c *Compaction) Compact(ctx context.Context, view *host.View, req host.Comp
 		ps, err = ConvertProposals(res.Proposals)
 		if err != nil {
 			err = fmt.Errorf("plugin %q: call %s: %w", c.p.Name(), methodOf(req.Reason), err)
+		} else if minor := c.p.Description().AbiMinor; minor <= legacyBracketMinor {
+			var n int
+			if ps, n = bracketLegacy(ps, at, areq.Turn); n > 0 {
+				c.o.log.Info("bracketed the checkpoints of a plugin of an older ABI minor (rule compaction/bracket, minor 2)",
+					"plugin", c.p.Name(), "abi_minor", minor, "checkpoints", n, "seq", at)
+			}
 		}
 	}
 	if limit := min(c.o.stateLimit, host.MaxPluginStateBytes); err == nil && res.HasState && len(res.State) > limit {

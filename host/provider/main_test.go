@@ -31,6 +31,7 @@ var moduleDirs = map[string]string{
 	"flaky":      "testdata/flaky",
 	"badmeter":   "testdata/badmeter",
 	"eventprobe": "testdata/eventprobe",
+	"legacy":     "testdata/legacy",
 }
 
 func TestMain(m *testing.M) {
