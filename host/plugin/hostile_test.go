@@ -226,6 +226,16 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	loop := plugintest.LoadBytes(t, "loop", module(t, "hostile/loop"), plugin.WithDeadline(abi.KindSystemPrompt, 20*time.Millisecond))
 	benign := loadBenign(t, plugin.WithDeadline(abi.KindSystemPrompt, 30*time.Second))
 	_, _ = benign.RenderPrompt(context.Background(), nil, goodReq) // warm up
+	// The package's tests share one runtime: wait for its background
+	// compilations (of these modules and of earlier tests', which under
+	// the race detector can outlast this test) so that their goroutines
+	// are counted neither before nor after.
+	waitCompiled := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		require.NoError(t, plugintest.Runtime(t).WaitCompiled(ctx))
+	}
+	waitCompiled()
 	before := runtime.NumGoroutine()
 	for range 5 {
 		_, err := loop.RenderPrompt(context.Background(), nil, hostileReq)
@@ -233,6 +243,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		_, err = benign.RenderPrompt(context.Background(), nil, goodReq)
 		require.NoError(t, err)
 	}
+	waitCompiled()
 	if !assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before }, 30*time.Second, 10*time.Millisecond) {
 		var stacks strings.Builder
 		pprof.Lookup("goroutine").WriteTo(&stacks, 1)
