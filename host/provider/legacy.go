@@ -63,7 +63,7 @@ func bracketLegacy(ps []surface.Proposal, at, turn int64) ([]surface.Proposal, i
 		if id == "" {
 			id = "abi1-" + strconv.FormatInt(at+int64(len(out))+2, 10)
 		}
-		q := strconv.Quote(id)
+		q := jsonString(id)
 		out = append(out,
 			surface.Proposal{Type: surface.TypeCompactionStart,
 				Data: []byte(`{"compactionId":` + q + `,"turn":` + turnJSON + `,"repairedBy":"host"}`)},
@@ -113,4 +113,14 @@ func legacyCompactionID(data []byte) string {
 		return ""
 	}
 	return m.Source.CompactionID
+}
+
+// jsonString is s as a JSON string (strconv.Quote writes Go escapes,
+// which are not JSON for control and invalid bytes a plugin's id may hold).
+func jsonString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil { // invalid UTF-8: the id's bytes made valid
+		b, _ = json.Marshal(strings.ToValidUTF8(s, "\ufffd"))
+	}
+	return string(b)
 }

@@ -1,8 +1,12 @@
 package provider
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/surface"
 )
@@ -65,5 +69,26 @@ func TestBracketLegacy(t *testing.T) {
 			require.Equal(t, tc.types, types)
 			require.Equal(t, tc.data, data)
 		})
+	}
+}
+
+// An id a plugin gave its checkpoint is written as a JSON string, whatever
+// bytes it holds.
+func TestBracketLegacyIDIsJSON(t *testing.T) {
+	for _, id := range []string{"plain", "tab\tand\x00nul", "bad\xffutf8", `quote" and \ backslash`} {
+		data, err := json.Marshal(map[string]any{"source": map[string]any{"compactionId": strings.ToValidUTF8(id, "")}})
+		require.NoError(t, err)
+		if !utf8.ValidString(id) {
+			data = []byte(`{"source":{"compactionId":"` + id + `"}}`)
+		}
+		cp := surface.Proposal{Type: surface.TypeUserMessage, Op: surface.Op{Kind: surface.OpReplace, Start: 1, End: 2}, Data: data}
+		out, n := bracketLegacy([]surface.Proposal{cp}, 10, 0)
+		require.Equal(t, 1, n)
+		require.Len(t, out, 4)
+		for _, p := range out {
+			if p.Type != surface.TypeUserMessage { // the events the host writes
+				require.True(t, jsontext.Value(p.Data).IsValid(), "%q: %q", id, p.Data)
+			}
+		}
 	}
 }
