@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -144,15 +143,12 @@ type Model struct {
 
 	mu        sync.Mutex // the log decodes messages lazily: one reader at a time
 	callNames map[string]string
-	tokens    *host.Measurement
-	measured  bool
+	b         builder
 
 	reqMu sync.Mutex
 	reqs  []*builtRequest // the latest built, last
 
-	chartOnce sync.Once
-	points    []Point
-	marks     []Mark
+	meter tokenTrack
 }
 
 // Fill returns copies of items with their message content decoded.
@@ -329,60 +325,118 @@ func (m *Model) callName(seq int64, id string) string {
 // Tokens is the meter's measurement of the session's current surface,
 // computed on first use (nil when the meter cannot price the log).
 func (m *Model) Tokens() *host.Measurement {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.measured {
-		m.tokens, m.measured = measureLog(m.Session.Log), true
-	}
-	return m.tokens
+	t := &m.meter
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m.priced()
+	return t.end
 }
 
 // Build reads a session into its model.
 func Build(s *Session) *Model {
-	l := s.Log
-	events := l.Events()
 	m := &Model{Session: s, callNames: map[string]string{}}
-	m.Items = make([]Item, 0, len(events))
-	comps := map[string]*Compaction{}
-	pt := NewPromptTracker()
-	var turn, step int64
-	var provider, model string
-	var maxTokens int64
-	turnAt, stepAt := -1, -1 // the open turn's and step's items
-	for k, e := range events {
+	m.b = builder{comps: map[string]*Compaction{}, pt: NewPromptTracker(), turnSeq: -1, stepSeq: -1}
+	m.Items = make([]Item, 0, s.Log.Len())
+	m.fold()
+	return m
+}
+
+// builder is the state of a model's fold between two reads of its log: a
+// log that grew is folded on from where the last fold stopped.
+type builder struct {
+	next             int // events folded
+	comps            map[string]*Compaction
+	pt               *PromptTracker
+	turn, step       int64
+	provider, model  string
+	turnSeq, stepSeq int64   // the open turn's and step's items, -1 when none
+	open             []int64 // the items shown for compactions not ended
+}
+
+// Advance folds the events the session's log gained since the model was
+// built (or last advanced) into it: the same model Build gives for the
+// whole log. The caller holds the model exclusively (no page reads it).
+func (m *Model) Advance() {
+	if m.b.next == m.Session.Log.Len() {
+		return
+	}
+	m.fold()
+	m.reqMu.Lock()
+	for _, b := range m.reqs {
+		if b.r != nil && b.r.Count != len(m.Requests) {
+			r := *b.r
+			r.Count = len(m.Requests)
+			b.r = &r
+		}
+	}
+	m.reqMu.Unlock()
+}
+
+// at returns the position of the item at seq (the first one there).
+func (m *Model) at(seq int64) (int, bool) {
+	return slices.BinarySearchFunc(m.Items, seq, func(it Item, s int64) int { return cmpInt(it.Seq, s) })
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// fold folds the log's events from m.b.next on.
+func (m *Model) fold() {
+	l, b := m.Session.Log, &m.b
+	events := l.Events()
+	// The items of compactions open at the last fold go: one that ended
+	// since shows at its end, one still open is shown again below.
+	for _, seq := range b.open {
+		if i, ok := m.at(seq); ok {
+			m.Items = slices.Delete(m.Items, i, i+1)
+		}
+	}
+	b.open = b.open[:0]
+	comps := b.comps
+	for k := b.next; k < len(events); k++ {
+		e := events[k]
 		var msg *surface.Message
 		if e.Type == surface.TypeSystemMessage || e.Op.Kind == surface.OpReplace {
 			msg, _ = l.Message(e.Seq)
 		}
-		if p, ok := pt.Observe(e, msg); ok {
+		if p, ok := b.pt.Observe(e, msg); ok {
 			p := p
 			m.Prompts = append(m.Prompts, p)
-			m.Items = append(m.Items, Item{Seq: e.Seq, Kind: ItemPrompt, Type: e.Type, Turn: turn, Step: step, Prompt: &p})
+			m.Items = append(m.Items, Item{Seq: e.Seq, Kind: ItemPrompt, Type: e.Type, Turn: b.turn, Step: b.step, Prompt: &p})
 			continue
 		}
-		it := Item{Seq: e.Seq, Type: e.Type, Turn: turn, Step: step, Time: e.Time}
+		it := Item{Seq: e.Seq, Type: e.Type, Turn: b.turn, Step: b.step, Time: e.Time}
 		switch e.Type {
 		case surface.TypeTurnStart:
 			var d host.StepRef
 			_ = json.Unmarshal(e.Data, &d)
-			turn, step = d.Turn, 0
-			it.Kind, it.Turn = ItemTurn, turn
-			turnAt, stepAt = len(m.Items), -1
+			b.turn, b.step = d.Turn, 0
+			it.Kind, it.Turn = ItemTurn, b.turn
+			b.turnSeq, b.stepSeq = e.Seq, -1
 		case surface.TypeStepStart:
 			var d host.StepRef
 			_ = json.Unmarshal(e.Data, &d)
-			step = d.Step
-			it.Kind, it.Step = ItemStep, step
-			stepAt = len(m.Items)
+			b.step = d.Step
+			it.Kind, it.Step = ItemStep, b.step
+			b.stepSeq = e.Seq
 		case surface.TypeStepEnd:
-			if stepAt >= 0 {
-				m.Items[stepAt].Duration, stepAt = max(0, e.Time-m.Items[stepAt].Time), -1
+			if i, ok := m.at(b.stepSeq); ok && b.stepSeq >= 0 {
+				m.Items[i].Duration = max(0, e.Time-m.Items[i].Time)
 			}
+			b.stepSeq = -1
 			continue
 		case surface.TypeTurnEnd:
-			if turnAt >= 0 {
-				m.Items[turnAt].Duration, turnAt = max(0, e.Time-m.Items[turnAt].Time), -1
+			if i, ok := m.at(b.turnSeq); ok && b.turnSeq >= 0 {
+				m.Items[i].Duration = max(0, e.Time-m.Items[i].Time)
 			}
+			b.turnSeq = -1
 			var d surface.TurnEnd
 			_ = json.Unmarshal(e.Data, &d)
 			if d.Reason.Kind == surface.EndCompleted {
@@ -410,7 +464,7 @@ func Build(s *Session) *Model {
 				Window   int64  `json:"contextWindow"`
 			}
 			if json.Unmarshal(e.Data, &d) == nil && d.Window > 0 {
-				m.Window, provider, model = d.Window, d.Provider, d.Model
+				m.Window, b.provider, b.model = d.Window, d.Provider, d.Model
 			}
 			continue
 		case surface.TypeUserMessage, surface.TypeAssistantMessage:
@@ -489,35 +543,48 @@ func Build(s *Session) *Model {
 		}
 		m.Items = append(m.Items, it)
 	}
-	// A compaction that never ended shows where it started.
-	for _, c := range m.Compactions {
-		if c.End == 0 {
-			i, _ := slices.BinarySearchFunc(m.Items, c.Start, func(it Item, s int64) int { return int(it.Seq - s) })
-			m.Items = slices.Insert(m.Items, i, Item{Seq: c.Start, Kind: ItemCompaction, Type: surface.TypeCompactionStart, Compaction: c})
+	b.next = len(events)
+	// A compaction that never ended shows where it started. Only the
+	// latest compactions can be open: search from the end.
+	for i := len(m.Compactions) - 1; i >= 0; i-- {
+		c := m.Compactions[i]
+		if c.End != 0 {
+			continue
 		}
+		j, _ := m.at(c.Start)
+		m.Items = slices.Insert(m.Items, j, Item{Seq: c.Start, Kind: ItemCompaction, Type: surface.TypeCompactionStart, Compaction: c})
+		b.open = append(b.open, c.Start)
 	}
-	if h := l.Header(); h != nil && h.Config.MaxTokens != nil {
-		maxTokens = *h.Config.MaxTokens
-	}
-	if m.Window > 0 {
-		cfg := compact.DefaultConfig()
-		pol := cfg.For(provider, model)
-		if spec, err := compact.ResolveSpec(pol, provider, model, m.Window, maxTokens); err == nil {
-			m.Threshold = spec.ThresholdTokens
-			m.ThresholdNote = "compaction-basic's default policy"
-		} else {
-			// The default headroom does not fit a small window: the ratio
-			// alone bounds the threshold.
-			m.Threshold = int64(float64(m.Window) * pol.ThresholdRatio)
-			m.ThresholdNote = fmt.Sprintf("%g × the window; the session's own policy is not in the log", pol.ThresholdRatio)
-		}
-	}
-	m.Summary = Summary{ID: s.ID, Turns: l.LastTurn(), Events: l.Len(), Nodes: l.NodeCount(),
+	m.threshold()
+	name := m.Summary.Name
+	m.Summary = Summary{Name: name, ID: m.Session.ID, Turns: l.LastTurn(), Events: l.Len(), Nodes: l.NodeCount(),
 		Requests: len(m.Requests), Compactions: len(m.Compactions)}
 	if n := len(events); n > 0 {
 		m.Summary.LastActivity = events[n-1].Time
 	}
-	return m
+}
+
+// threshold sets the compaction threshold the chart draws.
+func (m *Model) threshold() {
+	if m.Window <= 0 {
+		return
+	}
+	var maxTokens int64
+	if h := m.Session.Log.Header(); h != nil && h.Config.MaxTokens != nil {
+		maxTokens = *h.Config.MaxTokens
+	}
+	provider, model := m.b.provider, m.b.model
+	cfg := compact.DefaultConfig()
+	pol := cfg.For(provider, model)
+	if spec, err := compact.ResolveSpec(pol, provider, model, m.Window, maxTokens); err == nil {
+		m.Threshold = spec.ThresholdTokens
+		m.ThresholdNote = "compaction-basic's default policy"
+	} else {
+		// The default headroom does not fit a small window: the ratio
+		// alone bounds the threshold.
+		m.Threshold = int64(float64(m.Window) * pol.ThresholdRatio)
+		m.ThresholdNote = fmt.Sprintf("%g × the window; the session's own policy is not in the log", pol.ThresholdRatio)
+	}
 }
 
 // wall is a settlement's wall time: from the event before it.
@@ -643,20 +710,74 @@ func itoa(n int64) string {
 // newMeter is the token meter the inspector prices surfaces with: the
 // host's native meter with its default routes.
 func newMeter() (*native.Meter, error) {
-	return native.New(meter.Config{Routes: map[string]string{"deepseek": meter.DeepSeekV3}, Fallback: meter.Heuristic,
-		Counters: native.Counters(), Reassemble: native.Reassemble})
+	return native.New(meterConfig())
 }
 
-func measureLog(l *surface.Log) *host.Measurement {
-	mt, err := newMeter()
-	if err != nil || mt.Observe(l.Events()) != nil {
-		return nil
+func meterConfig() meter.Config {
+	return meter.Config{Routes: map[string]string{"deepseek": meter.DeepSeekV3}, Fallback: meter.Heuristic,
+		Counters: native.Counters(), Reassemble: native.Reassemble}
+}
+
+// tokenTrack is the meter's one pass over a model's log: it folds the
+// events in order and, as it reaches a request's settlement, measures the
+// context that request carried; at the end of the log it measures the
+// current surface. A log that grew is priced on from where it stopped.
+type tokenTrack struct {
+	mu     sync.Mutex
+	mt     *meter.Meter // nil when the meter cannot be built
+	made   bool
+	next   int   // events folded
+	turn   int64 // the latest turn/start's turn
+	points []Point
+	end    *host.Measurement // of the current surface; nil when it cannot be priced
+}
+
+// priced brings the track up to the model's log; m.meter.mu is held.
+func (m *Model) priced() {
+	t := &m.meter
+	events := m.Session.Log.Events()
+	if t.made && t.next == len(events) {
+		return
 	}
-	out, err := mt.Measure(context.Background(), nil)
-	if err != nil {
-		return nil
+	if !t.made {
+		t.made = true
+		t.mt, _ = meter.New(meterConfig())
+		t.points = make([]Point, 0, len(m.Requests))
 	}
-	return out
+	for i := t.next; i < len(events); i++ {
+		e := &events[i]
+		if e.Type == surface.TypeTurnStart {
+			var d struct {
+				Turn int64 `json:"turn"`
+			}
+			_ = json.Unmarshal(e.Data, &d)
+			t.turn = d.Turn
+		}
+		if k := len(t.points); k < len(m.Requests) && e.Seq == m.Requests[k] {
+			p := Point{Index: k + 1, Seq: e.Seq, Turn: t.turn, Failed: e.Type == surface.TypeAssistantAttempt}
+			if t.mt != nil {
+				if got, err := t.mt.MeasureTotals(nil); err == nil {
+					p.Tokens, p.Breakdown, p.Tokenizer = got.TotalTokens, host.Breakdown(got.Breakdown), got.Tokenizer
+				}
+			}
+			var d surface.StepMessage
+			if json.Unmarshal(e.Data, &d) == nil {
+				p.Usage = d.Usage
+			}
+			t.points = append(t.points, p)
+		}
+		if t.mt != nil {
+			// A meter stopped at an event stays there: every later
+			// measurement fails, as a fresh pass would.
+			_ = t.mt.Observe(*e)
+		}
+	}
+	t.next, t.end = len(events), nil
+	if t.mt != nil {
+		if got, err := t.mt.MeasureTotals(nil); err == nil {
+			t.end = native.Convert(got)
+		}
+	}
 }
 
 // Point is one request on the tokens-over-time chart.
@@ -682,42 +803,15 @@ type Mark struct {
 }
 
 // Chart prices the context of every request with the token meter in one
-// pass over the log: each point is measured just before its settlement.
-// It is computed once per model; callers must not change what it returns.
+// pass over the log: each point is measured as the pass reaches its
+// settlement. The pass is made once per model and carried on over what
+// the log gains; callers must not change what it returns.
 func (m *Model) Chart() ([]Point, []Mark) {
-	m.chartOnce.Do(func() { m.points, m.marks = m.chart() })
-	return m.points, m.marks
-}
-
-func (m *Model) chart() ([]Point, []Mark) {
-	events := m.Session.Log.Events()
-	mt, err := newMeter()
-	points := make([]Point, 0, len(m.Requests))
-	var turn int64
-	k := 0
-	for i, e := range events {
-		if e.Type == surface.TypeTurnStart {
-			var d struct {
-				Turn int64 `json:"turn"`
-			}
-			_ = json.Unmarshal(e.Data, &d)
-			turn = d.Turn
-		}
-		if k < len(m.Requests) && e.Seq == m.Requests[k] {
-			k++
-			p := Point{Index: k, Seq: e.Seq, Turn: turn, Failed: e.Type == surface.TypeAssistantAttempt}
-			if err == nil && mt.Observe(events[:i]) == nil {
-				if t, merr := mt.Measure(context.Background(), nil); merr == nil {
-					p.Tokens, p.Breakdown, p.Tokenizer = t.TotalTokens, t.Breakdown, t.Tokenizer
-				}
-			}
-			var d surface.StepMessage
-			if json.Unmarshal(e.Data, &d) == nil {
-				p.Usage = d.Usage
-			}
-			points = append(points, p)
-		}
-	}
+	t := &m.meter
+	t.mu.Lock()
+	m.priced()
+	points := t.points[:len(t.points):len(t.points)]
+	t.mu.Unlock()
 	var marks []Mark
 	for _, c := range m.Compactions {
 		marks = append(marks, Mark{Seq: cmpSeq(c), Kind: "compaction", Label: "compaction " + c.ID})

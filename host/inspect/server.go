@@ -97,12 +97,15 @@ func (s *Server) Close() { s.closeOnce.Do(func() { close(s.done) }) }
 
 type entry struct {
 	path  string
-	size  int64
-	mod   time.Time
-	ready chan struct{} // closed when model or err is set
-	model *Model
+	ready chan struct{} // closed when the first read ended: model or err is set
 	err   error
 	used  int64 // the LRU clock at the last use
+
+	// mu is held shared by every reader of model and whole by the fold of
+	// what the file gained (see open).
+	mu    sync.RWMutex
+	model *Model
+	ver   version
 }
 
 // indexed is a session file's summary, for the version of the file it was
@@ -270,56 +273,106 @@ func (s *Server) path(name string) (string, error) {
 
 var errNoSession = errors.New("no such session")
 
-// model returns the session's model, reading the file again when it
-// changed since it was last read.
+// model returns the session's model as its file is now, for a caller
+// that reads it while the file does not change (tests); pages use open.
 func (s *Server) model(name string) (*Model, error) {
+	m, release, err := s.openName(name)
+	if err != nil {
+		return nil, err
+	}
+	release()
+	return m, nil
+}
+
+// openName is open of the file a session name stands for.
+func (s *Server) openName(name string) (*Model, func(), error) {
 	path, err := s.path(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.modelAt(name, path)
+	return s.open(name, path)
 }
 
-func (s *Server) modelAt(name, path string) (*Model, error) {
-	e, err := s.entryFor(name, path)
-	if err != nil {
-		return nil, err
+// open returns the session's model brought up to the file as it is now,
+// held for reading until release is called (release exactly once; do not
+// open another model of the same session meanwhile). A file that grew is
+// folded on from where the model stopped (version.grow); one that was
+// replaced, truncated or rewritten is read again whole.
+func (s *Server) open(name, path string) (m *Model, release func(), err error) {
+	for tries := 0; ; tries++ {
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		e := s.entryFor(name, path)
+		<-e.ready
+		if e.err != nil {
+			if !e.ver.current(st) && tries < 3 {
+				s.drop(name, e) // the file changed since it failed: read it again
+				continue
+			}
+			return nil, nil, e.err
+		}
+		e.mu.RLock()
+		if e.ver.current(st) {
+			return e.model, e.mu.RUnlock, nil
+		}
+		e.mu.RUnlock()
+		e.mu.Lock()
+		grown, gerr := true, error(nil)
+		if !e.ver.current(st) {
+			grown, gerr = e.ver.grow(path, e.model)
+		}
+		e.mu.Unlock()
+		if (gerr != nil || !grown) && tries < 3 {
+			s.drop(name, e) // read it again whole
+			continue
+		}
+		// Folded up to the file as it was a moment ago (a file that keeps
+		// growing is folded on by the next open), or, for a file that
+		// keeps being rewritten, as it was when last read.
+		e.mu.RLock()
+		return e.model, e.mu.RUnlock, nil
 	}
-	<-e.ready
-	return e.model, e.err
 }
 
-// entryFor returns the cache entry of the file as it is now, starting its
-// load when there is none: one load per version of a file, however many
-// requests want it.
-func (s *Server) entryFor(name, path string) (*entry, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+// drop removes e from the cache unless it was replaced already; its
+// readers keep its model until they release it.
+func (s *Server) drop(name string, e *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache[name] == e {
+		delete(s.cache, name)
 	}
+}
+
+// entryFor returns the cache entry of the session, starting its first read
+// when there is none: one whole read of a file however many requests
+// want it.
+func (s *Server) entryFor(name, path string) *entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tick++
-	if e := s.cache[name]; e != nil && e.path == path && e.size == st.Size() && e.mod.Equal(st.ModTime()) {
+	if e := s.cache[name]; e != nil && e.path == path {
 		e.used = s.tick
-		return e, nil
+		return e
 	}
 	delete(s.cache, name)
 	s.evict(s.o.Models - 1)
-	e := &entry{path: path, size: st.Size(), mod: st.ModTime(), ready: make(chan struct{}), used: s.tick}
+	e := &entry{path: path, ready: make(chan struct{}), used: s.tick}
 	s.cache[name] = e
 	go func() {
-		sess, err := Load(path)
+		defer close(e.ready)
+		sess, ver, err := loadVersioned(path)
+		e.ver = ver
 		if err != nil {
 			e.err = err
-			close(e.ready)
 			return
 		}
 		e.model = Build(sess)
 		e.model.Summary.Name = name
-		close(e.ready)
 	}()
-	return e, nil
+	return e
 }
 
 // evict drops the least recently used loaded models beyond keep; s.mu is
@@ -348,20 +401,20 @@ func (s *Server) evict(keep int) {
 	}
 }
 
-// loaded reports whether a model of the file's current version is in
-// memory, and returns it.
-func (s *Server) loaded(name, path string, st os.FileInfo) *Model {
+// cached reports whether a model of the file is in memory (of any
+// version of it).
+func (s *Server) cached(name, path string) bool {
 	s.mu.Lock()
 	e := s.cache[name]
 	s.mu.Unlock()
-	if e == nil || e.path != path || e.size != st.Size() || !e.mod.Equal(st.ModTime()) {
-		return nil
+	if e == nil || e.path != path {
+		return false
 	}
 	select {
 	case <-e.ready:
-		return e.model
+		return e.err == nil
 	default:
-		return nil
+		return false
 	}
 }
 
@@ -370,26 +423,26 @@ func (s *Server) loaded(name, path string, st os.FileInfo) *Model {
 // the file's first bytes holding at least want items (a log prefix is a
 // log: jsonl drops the cut line as a torn tail). partial reports the
 // latter.
-func (s *Server) firstScreen(name string, want int) (m *Model, partial bool, err error) {
+func (s *Server) firstScreen(name string, want int) (m *Model, release func(), partial bool, err error) {
 	path, err := s.path(name)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	e, err := s.entryFor(name, path)
+	st, err := os.Stat(path)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
+	e := s.entryFor(name, path)
 	select {
 	case <-e.ready:
-		return e.model, false, e.err
 	default:
+		if m := prefixModel(path, st.Size(), want); m != nil {
+			m.Summary.Name = name
+			return m, func() {}, true, nil
+		}
 	}
-	if m := prefixModel(path, e.size, want); m != nil {
-		m.Summary.Name = name
-		return m, true, nil
-	}
-	<-e.ready
-	return e.model, false, e.err
+	m, release, err = s.open(name, path)
+	return m, release, false, err
 }
 
 // prefixModel builds a model of the first bytes of a session file, reading
@@ -514,12 +567,24 @@ func (s *Server) indexedSummary(src source, st os.FileInfo) (Summary, bool) {
 }
 
 // summarize computes a file's summary and indexes it: from its model when
-// it is loaded, else from a model built for this and dropped (so indexing
-// a folder never holds more than one extra model).
+// one is in memory (folded on over what the file gained) or when the file
+// changed since it was indexed (it is being written: its model is kept in
+// the LRU of models, so its next growth is folded from its tail), else
+// from a model built for this and dropped (so indexing a folder never
+// holds more than one extra model).
 func (s *Server) summarize(src source, st os.FileInfo) Summary {
 	var sum Summary
-	if m := s.loaded(src.name, src.path, st); m != nil {
-		sum = m.summary()
+	s.mu.Lock()
+	x := s.index[src.name]
+	s.mu.Unlock()
+	if s.cached(src.name, src.path) || (x != nil && x.path == src.path) {
+		m, release, err := s.open(src.name, src.path)
+		if err != nil {
+			sum = Summary{Name: src.name, Error: err.Error()}
+		} else {
+			sum = m.summary()
+			release()
+		}
 	} else if sess, err := Load(src.path); err != nil {
 		sum = Summary{Name: src.name, Error: err.Error()}
 	} else {
@@ -620,11 +685,12 @@ func pageNumber(r *http.Request) (int, error) {
 }
 
 func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
-	m, err := s.model(r.PathValue("name"))
+	m, release, err := s.openName(r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	defer release()
 	writeJSON(w, m.summary())
 }
 
@@ -679,18 +745,20 @@ func (s *Server) trajectory(w http.ResponseWriter, r *http.Request, tmpl string)
 	}
 	var (
 		m       *Model
+		release func()
 		partial bool
 	)
 	f := filterArgs(r)
 	if tmpl == "trajectory.html" && from == 0 && f.none() {
-		m, partial, err = s.firstScreen(name, limit)
+		m, release, partial, err = s.firstScreen(name, limit)
 	} else {
-		m, err = s.model(name)
+		m, release, err = s.openName(name)
 	}
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	defer release()
 	all := m.Items
 	if !f.none() {
 		all = m.Filter(f)
@@ -715,11 +783,12 @@ func (s *Server) itemsFragment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiItems(w http.ResponseWriter, r *http.Request) {
-	m, err := s.model(r.PathValue("name"))
+	m, release, err := s.openName(r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	defer release()
 	from, limit, err := pageArgs(r)
 	if err != nil {
 		s.fail(w, err)
@@ -731,11 +800,12 @@ func (s *Server) apiItems(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiCompactions(w http.ResponseWriter, r *http.Request) {
-	m, err := s.model(r.PathValue("name"))
+	m, release, err := s.openName(r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	defer release()
 	cs := m.Compactions
 	if cs == nil {
 		cs = []*Compaction{}
@@ -746,11 +816,12 @@ func (s *Server) apiCompactions(w http.ResponseWriter, r *http.Request) {
 // shadowedFragment renders the messages a compaction shadowed.
 func (s *Server) shadowedFragment(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	m, err := s.model(name)
+	m, release, err := s.openName(name)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	defer release()
 	id := r.URL.Query().Get("c")
 	i := slices.IndexFunc(m.Compactions, func(c *Compaction) bool { return c.ID == id })
 	if i < 0 {
@@ -774,27 +845,36 @@ type requestData struct {
 	Req   *Request
 }
 
-func (s *Server) requestArg(w http.ResponseWriter, r *http.Request, arg string) (*Model, *Request, bool) {
-	name := r.PathValue("name")
-	m, err := s.model(name)
+// opened opens the model of the session the request names, or answers
+// the error; the caller releases the model when it is done with it.
+func (s *Server) opened(w http.ResponseWriter, r *http.Request) (*Model, func(), bool) {
+	m, release, err := s.openName(r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return nil, nil, false
 	}
+	return m, release, true
+}
+
+// requestArg returns the request the page names (?n=N or ?at=SEQ) or
+// the path value (arg), of the session's model m.
+func (s *Server) requestArg(w http.ResponseWriter, r *http.Request, m *Model, arg string) (*Request, bool) {
+	name := r.PathValue("name")
+	var err error
 	n := 0
 	if v := r.URL.Query().Get("at"); v != "" && arg == "" {
 		seq, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || seq < 0 {
 			s.fail(w, fmt.Errorf("%w: at=%q is not a seq (a number from 0 on)", errBadRequest, v))
-			return nil, nil, false
+			return nil, false
 		}
 		if e, ok := m.Session.Log.Event(seq); ok && e.Type == host.TypePluginCall {
 			req, err := m.Call(seq)
 			if err != nil {
 				s.fail(w, fmt.Errorf("%w: %v", errNotFound, err))
-				return nil, nil, false
+				return nil, false
 			}
-			return m, req, true
+			return req, true
 		}
 		n = m.IndexOf(seq)
 	} else {
@@ -803,23 +883,28 @@ func (s *Server) requestArg(w http.ResponseWriter, r *http.Request, arg string) 
 		}
 		if n, err = strconv.Atoi(arg); err != nil {
 			s.fail(w, fmt.Errorf("%w: request %q is not a number", errBadRequest, arg))
-			return nil, nil, false
+			return nil, false
 		}
 	}
 	if n < 1 || n > len(m.Requests) {
 		s.fail(w, fmt.Errorf("%w: session %q has no request %d (it has %d)", errNotFound, name, n, len(m.Requests)))
-		return nil, nil, false
+		return nil, false
 	}
 	req, err := m.Request(n)
 	if err != nil {
 		s.fail(w, err)
-		return nil, nil, false
+		return nil, false
 	}
-	return m, req, true
+	return req, true
 }
 
 func (s *Server) requestPage(w http.ResponseWriter, r *http.Request) {
-	m, req, ok := s.requestArg(w, r, "")
+	m, release, ok := s.opened(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	req, ok := s.requestArg(w, r, m, "")
 	if !ok {
 		return
 	}
@@ -832,7 +917,12 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiRequest(w http.ResponseWriter, r *http.Request) {
-	if _, req, ok := s.requestArg(w, r, r.PathValue("n")); ok {
+	m, release, ok := s.opened(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	if req, ok := s.requestArg(w, r, m, r.PathValue("n")); ok {
 		writeJSON(w, req)
 	}
 }
@@ -846,29 +936,29 @@ func download(w http.ResponseWriter, r *http.Request, name, ext string) {
 }
 
 // eventArg returns the event the seq path value names.
-func (s *Server) eventArg(w http.ResponseWriter, r *http.Request) (*Model, surface.Event, bool) {
-	m, err := s.model(r.PathValue("name"))
-	if err != nil {
-		s.fail(w, err)
-		return nil, surface.Event{}, false
-	}
+func (s *Server) eventArg(w http.ResponseWriter, r *http.Request, m *Model) (surface.Event, bool) {
 	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
 	if err != nil || seq < 0 {
 		s.fail(w, fmt.Errorf("%w: %q is not a seq", errBadRequest, r.PathValue("seq")))
-		return nil, surface.Event{}, false
+		return surface.Event{}, false
 	}
 	e, ok := m.Session.Log.Event(seq)
 	if !ok {
 		s.fail(w, fmt.Errorf("%w: session %q has no event at seq %d", errNotFound, r.PathValue("name"), seq))
-		return nil, surface.Event{}, false
+		return surface.Event{}, false
 	}
-	return m, e, true
+	return e, true
 }
 
 // apiEvent serves one event whole (its data as the log holds it): what a
 // page cut short links to.
 func (s *Server) apiEvent(w http.ResponseWriter, r *http.Request) {
-	_, e, ok := s.eventArg(w, r)
+	m, release, ok := s.opened(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	e, ok := s.eventArg(w, r, m)
 	if !ok {
 		return
 	}
@@ -885,7 +975,12 @@ func (s *Server) apiEvent(w http.ResponseWriter, r *http.Request) {
 // apiEventText serves the whole text of the message or tool result at a
 // seq as a plain-text download.
 func (s *Server) apiEventText(w http.ResponseWriter, r *http.Request) {
-	m, e, ok := s.eventArg(w, r)
+	m, release, ok := s.opened(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	e, ok := s.eventArg(w, r, m)
 	if !ok {
 		return
 	}
@@ -902,7 +997,12 @@ func (s *Server) apiEventText(w http.ResponseWriter, r *http.Request) {
 // apiBody serves the exact wire body with the trailing newline host
 // request --at prints.
 func (s *Server) apiBody(w http.ResponseWriter, r *http.Request) {
-	if _, req, ok := s.requestArg(w, r, r.PathValue("n")); ok {
+	m, release, ok := s.opened(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	if req, ok := s.requestArg(w, r, m, r.PathValue("n")); ok {
 		download(w, r, "request-"+strconv.Itoa(req.Index), ".json")
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(req.Body + "\n"))
@@ -912,11 +1012,12 @@ func (s *Server) apiBody(w http.ResponseWriter, r *http.Request) {
 // apiCallBody serves the exact wire body of a plugin's model call, named
 // by its plugin/call seq, as host request --at prints it.
 func (s *Server) apiCallBody(w http.ResponseWriter, r *http.Request) {
-	m, err := s.model(r.PathValue("name"))
+	m, release, err := s.openName(r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	defer release()
 	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
 	if err != nil {
 		s.fail(w, fmt.Errorf("%w: %q is not a seq", errBadRequest, r.PathValue("seq")))
@@ -954,11 +1055,12 @@ type tokensData struct {
 
 func (s *Server) tokensPage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	m, err := s.model(name)
+	m, release, err := s.openName(name)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	defer release()
 	page, err := pageNumber(r)
 	if err != nil {
 		s.fail(w, err)
@@ -981,11 +1083,12 @@ func (s *Server) tokensPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiTokens(w http.ResponseWriter, r *http.Request) {
-	m, err := s.model(r.PathValue("name"))
+	m, release, err := s.openName(r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	defer release()
 	points, marks := m.Chart()
 	if marks == nil {
 		marks = []Mark{}
@@ -1011,20 +1114,29 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	m, err := s.modelAt(name, path)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming is not supported by this connection", http.StatusInternalServerError)
 		return
 	}
+	// The stream reads the file as every page does (open): a grown file
+	// is folded on from the model's end, once for all its readers.
+	state := func() (int, []byte, error) {
+		m, release, err := s.open(name, path)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer release()
+		return m.Summary.Events, counters(m), nil
+	}
+	last, hello, err := state()
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	last := m.Summary.Events
-	fmt.Fprintf(w, "event: hello\ndata: %s\n\n", counters(m))
+	fmt.Fprintf(w, "event: hello\ndata: %s\n\n", hello)
 	fl.Flush()
 	tick := time.NewTicker(s.o.Poll)
 	defer tick.Stop()
@@ -1037,13 +1149,13 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-tick.C:
 		}
-		m, err := s.modelAt(name, path)
+		n, c, err := state()
 		if err != nil {
 			continue // a file being rewritten; try again
 		}
-		if n := m.Summary.Events; n != last {
+		if n != last {
 			last = n
-			fmt.Fprintf(w, "event: grow\ndata: %s\n\n", counters(m))
+			fmt.Fprintf(w, "event: grow\ndata: %s\n\n", c)
 			fl.Flush()
 			continue
 		}

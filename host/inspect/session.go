@@ -22,6 +22,8 @@ type Session struct {
 	Log          *surface.Log
 	Torn         int64
 	MigratedFrom int
+	// Size is the length of the file's complete lines: the bytes read.
+	Size int64
 }
 
 // Load reads a session file for reading only. A format-v2 file is
@@ -29,7 +31,7 @@ type Session struct {
 func Load(path string) (*Session, error) {
 	ld, err := jsonl.Load(path)
 	if err == nil {
-		return &Session{ID: ld.Header.ID, Path: path, Log: ld.Log, Torn: ld.Torn}, nil
+		return &Session{ID: ld.Header.ID, Path: path, Log: ld.Log, Torn: ld.Torn, Size: ld.Size}, nil
 	}
 	var ve *jsonl.VersionError
 	if !errors.As(err, &ve) || !ve.Importable() {
