@@ -65,6 +65,28 @@ func TestTokensTableIsPaged(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, get(t, s, "GET", "/s/big.jsonl/tokens?page=3").StatusCode)
 }
 
+// BenchmarkTokensFirstChart5000 is the first tokens chart of a session of
+// 5,000 requests: the token meter's one pass over the log, measuring each
+// request's context as it reaches its settlement.
+func BenchmarkTokensFirstChart5000(b *testing.B) {
+	path := bigSession(b, b.TempDir(), 27_500)
+	sess, err := Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := Build(sess)
+	if len(m.Requests) < 5000 {
+		b.Fatalf("%d requests", len(m.Requests))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.meter = tokenTrack{} // a model whose chart was never drawn
+		if points, _ := m.Chart(); len(points) != len(m.Requests) {
+			b.Fatalf("%d points", len(points))
+		}
+	}
+}
+
 // BenchmarkTokensPage5000 serves the tokens page of a session of 5,000
 // requests (the model loaded, its chart priced: s-first-chart is that
 // pass of the meter over the log): the chart's layout and the page, which

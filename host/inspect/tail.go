@@ -17,7 +17,7 @@ import (
 // just before the end of the fold; anything else (a file replaced,
 // truncated or rewritten) is read again whole.
 const (
-	headBytes = 64 << 10 // of the header line, digested
+	headBytes = 4 << 10 // of the header line, digested
 	markBytes = 4 << 10  // before the end of the fold, digested
 )
 
