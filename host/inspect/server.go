@@ -147,6 +147,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/s/{name}/compactions", s.apiCompactions)
 	s.mux.HandleFunc("GET /api/s/{name}/requests/{n}", s.apiRequest)
 	s.mux.HandleFunc("GET /api/s/{name}/requests/{n}/body", s.apiBody)
+	s.mux.HandleFunc("GET /api/s/{name}/requests/{n}/parts/{part...}", s.apiRequestPart)
 	s.mux.HandleFunc("GET /api/s/{name}/calls/{seq}/body", s.apiCallBody)
 	s.mux.HandleFunc("GET /api/s/{name}/tokens", s.apiTokens)
 	s.mux.HandleFunc("GET /api/s/{name}/events/{seq}", s.apiEvent)
@@ -923,8 +924,32 @@ func (s *Server) apiRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	if req, ok := s.requestArg(w, r, m, r.PathValue("n")); ok {
-		writeJSON(w, req)
+		writeJSON(w, boundedJSON(req, r.PathValue("name")))
 	}
+}
+
+// apiRequestPart serves whole one string the request's JSON cut short
+// (its marker's URL): the pretty body, the diff, the prompt's texts, a
+// message's text, reasoning or tool-call arguments.
+func (s *Server) apiRequestPart(w http.ResponseWriter, r *http.Request) {
+	m, release, ok := s.opened(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	req, ok := s.requestArg(w, r, m, r.PathValue("n"))
+	if !ok {
+		return
+	}
+	name := r.PathValue("part")
+	text, ok := req.part(name)
+	if !ok {
+		s.fail(w, fmt.Errorf("%w: request %d has no part %q", errNotFound, req.Index, name))
+		return
+	}
+	download(w, r, "request-"+strconv.Itoa(req.Index)+"-"+strings.ReplaceAll(name, "/", "-"), ".txt")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, text)
 }
 
 // download marks a response as a file to save, named after the session.
