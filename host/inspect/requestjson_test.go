@@ -2,10 +2,10 @@ package inspect
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -99,7 +99,6 @@ func TestRequestJSONIsBounded(t *testing.T) {
 	require.Equal(t, strings.TrimSuffix(wire(t, path, m.Requests[1]), "\n"), small.Body)
 	require.NotContains(t, ok(t, s, "/api/s/big.jsonl/requests/2"), "Cut")
 }
-
 
 func TestCutEndsOnACharacterBoundary(t *testing.T) {
 	for _, c := range []struct {

@@ -18,7 +18,7 @@ import (
 // truncated or rewritten) is read again whole.
 const (
 	headBytes = 4 << 10 // of the header line, digested
-	markBytes = 4 << 10  // before the end of the fold, digested
+	markBytes = 4 << 10 // before the end of the fold, digested
 )
 
 // version is what of a session file a model was folded from.
