@@ -156,8 +156,8 @@ func waitFor(t *testing.T, ctx context.Context, cond string) {
 	t.Fatalf("waiting for %s: still false after 30s (last error: %v)", cond, last)
 }
 
-// screenshot saves the viewport as a PNG test artefact.
-func screenshot(t *testing.T, ctx context.Context, name string) {
+// screenshot saves the viewport as a PNG test artefact and returns it.
+func screenshot(t *testing.T, ctx context.Context, name string) []byte {
 	t.Helper()
 	dir := os.Getenv("WEIR_SCREENSHOTS")
 	if dir == "" {
@@ -170,6 +170,14 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	require.True(t, strings.HasPrefix(string(png), "\x89PNG"), "a PNG")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
 	t.Logf("screenshot %s", filepath.Join(dir, name))
+	return png
+}
+
+// docShot takes a screenshot the docs show (see recordShot): pages are
+// the paths the browser loaded for it from srv, serving fixture.
+func docShot(t *testing.T, ctx context.Context, srv *httptest.Server, fixture, name string, pages ...string) {
+	t.Helper()
+	recordShot(t, srv.URL, fixture, name, screenshot(t, ctx, name), pages...)
 }
 
 // serveHTTP serves an inspector on loopback until the test ends, through
@@ -192,14 +200,13 @@ func serveHTTP(t *testing.T, o Options, wrap ...func(http.Handler) http.Handler)
 func TestBrowserDemo(t *testing.T) {
 	ctx, dialogs := browser(t)
 	path := demoPath(t)
-	long := copyDemo(t, t.TempDir(), strings.Repeat("a-session-with-a-long-name-", 6)+"demo.jsonl")
-	srv := serveHTTP(t, Options{Files: []string{path, long}})
+	srv := serveHTTP(t, shotFixture(t, "demo"))
 
 	// Sessions: a long name wraps inside the page.
 	within(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
 	require.Equal(t, "session-demo-1", jsEval[string](t, ctx, `document.querySelector("table.sessions tbody tr td:nth-child(2)").textContent`))
 	require.True(t, jsEval[bool](t, ctx, `document.querySelector("table.sessions").getBoundingClientRect().right <= document.documentElement.clientWidth`), "the table fits the window")
-	screenshot(t, ctx, "sessions.png")
+	docShot(t, ctx, srv, "demo", "sessions.png", "/")
 
 	// Trajectory: the node 0 replacement is a collapsed card, never a bubble.
 	within(t, ctx, chromedp.Click(chromedp.CSS(`a[href="/s/demo.jsonl/"]`)), chromedp.WaitVisible(chromedp.CSS("#items")))
@@ -214,20 +221,20 @@ func TestBrowserDemo(t *testing.T) {
 	require.Zero(t, jsEval[float64](t, ctx, `Array.from(document.querySelectorAll(".bubble")).filter(b => b.textContent.includes("Answer like a pirate")).length`),
 		"the prompt text is in no bubble")
 	require.Equal(t, 5.0, jsEval[float64](t, ctx, `document.querySelectorAll(".bubble.user").length`), "one per turn")
-	screenshot(t, ctx, "trajectory.png")
+	docShot(t, ctx, srv, "demo", "trajectory.png", "/s/demo.jsonl/")
 
 	within(t, ctx, chromedp.Click(chromedp.CSS(`details.p-changed > summary`)))
 	require.True(t, jsEval[bool](t, ctx, card+`.open`))
 	require.Contains(t, jsEval[string](t, ctx, card+`.querySelector("pre.prompt-text").innerText`), "Answer like a pirate.")
 	require.Contains(t, jsEval[string](t, ctx, card+`.querySelector("pre.diff").innerText`), "+ Answer like a pirate.")
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](card+`.scrollIntoView()`))
-	screenshot(t, ctx, "prompt-card.png")
+	docShot(t, ctx, srv, "demo", "prompt-card.png", "/s/demo.jsonl/")
 
 	// The compaction card: its shadowed messages load when expanded.
 	within(t, ctx, chromedp.Click(chromedp.CSS(`details.compaction > summary`)), chromedp.Click(chromedp.CSS(`details.shadowed > summary`)))
 	waitFor(t, ctx, `document.querySelectorAll("details.shadowed .slot .it").length === 11`)
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.compaction").scrollIntoView()`))
-	screenshot(t, ctx, "compaction.png")
+	docShot(t, ctx, srv, "demo", "compaction.png", "/s/demo.jsonl/", jsEval[string](t, ctx, `document.querySelector("details.shadowed").dataset.src`))
 
 	// A request: its raw text is what host request --at prints.
 	within(t, ctx, chromedp.Click(chromedp.CSS(`a.req[href$="requests?n=4"]`)), chromedp.WaitVisible(chromedp.CSS("#pretty")))
@@ -238,7 +245,7 @@ func TestBrowserDemo(t *testing.T) {
 	require.Equal(t, strings.TrimSuffix(want, "\n"), jsEval[string](t, ctx, `document.getElementById("raw").innerText`))
 	require.True(t, jsEval[bool](t, ctx, `document.getElementById("pretty").hidden`))
 	within(t, ctx, chromedp.Click(chromedp.ID("toggle-raw")))
-	screenshot(t, ctx, "request.png")
+	docShot(t, ctx, srv, "demo", "request.png", "/s/demo.jsonl/requests?n=4")
 
 	// Tokens: the chart is drawn; a point opens its request.
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/tokens"), chromedp.WaitVisible(chromedp.ID("chart")))
@@ -254,7 +261,7 @@ func TestBrowserDemo(t *testing.T) {
 		"no label is clipped")
 	require.True(t, jsEval[bool](t, ctx, `(() => { const line = document.querySelector("#chart polyline.meter"), rects = document.querySelectorAll("#chart rect.usage");
 		return rects.length > 0 && Array.from(rects).every(r => r.compareDocumentPosition(line) & Node.DOCUMENT_POSITION_FOLLOWING); })()`), "the line is drawn after the provider's marks")
-	screenshot(t, ctx, "tokens.png")
+	docShot(t, ctx, srv, "demo", "tokens.png", "/s/demo.jsonl/tokens")
 	type pt struct{ X, Y float64 }
 	p := jsEval[pt](t, ctx, `(() => { const r = document.querySelectorAll("#chart a.point circle")[2].getBoundingClientRect(); return {X: r.x + r.width/2, Y: r.y + r.height/2}; })()`)
 	within(t, ctx, chromedp.MouseClickXY(p.X, p.Y))
@@ -425,14 +432,19 @@ func TestBrowserLargeSession(t *testing.T) {
 // the figures that matter are the benchmarks').
 func TestBrowserBigViews(t *testing.T) {
 	ctx, dialogs := browser(t)
-	dir := t.TempDir()
-	path := copyDemo(t, dir, "big.jsonl")
-	seq := appendToolTurn(t, path, bigResult(5<<20))
-	long := bigSession(t, t.TempDir(), 2300)
-	srv := serveHTTP(t, Options{Files: []string{path, long}})
+	o := shotFixture(t, "big")
+	path := o.Files[0]
+	srv := serveHTTP(t, o)
 	m, err := Load(path)
 	require.NoError(t, err)
-	n := len(Build(m).Requests)
+	bm := Build(m)
+	n := len(bm.Requests)
+	var seq int64 // the 5 MB result: the last tool result
+	for _, it := range bm.Items {
+		if it.Kind == ItemTool {
+			seq = it.Seq
+		}
+	}
 
 	type timing struct{ Response, Load float64 }
 	timings := `(() => { const n = performance.getEntriesByType("navigation")[0]; return {Response: n.responseEnd, Load: n.loadEventEnd}; })()`
@@ -441,16 +453,16 @@ func TestBrowserBigViews(t *testing.T) {
 	t.Logf("request with a 5 MB tool result: response end %.0f ms, load %.0f ms", tm.Response, tm.Load)
 	require.Less(t, jsEval[float64](t, ctx, `document.documentElement.outerHTML.length`), float64(256<<10), "a bounded page")
 	require.Contains(t, jsEval[string](t, ctx, `document.getElementById("body-cut").textContent`), "download the exact body")
-	screenshot(t, ctx, "big-request.png")
+	docShot(t, ctx, srv, "big", "big-request.png", "/s/big.jsonl/requests?n="+itoa(int64(n)))
 
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/#e"+itoa(seq)), chromedp.WaitVisible(chromedp.CSS("#items")))
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("e`+itoa(seq)+`").querySelector("details").open = true; document.getElementById("e`+itoa(seq)+`").scrollIntoView()`))
 	require.Equal(t, "/api/s/big.jsonl/events/"+itoa(seq)+"/text", jsEval[string](t, ctx, `document.getElementById("e`+itoa(seq)+`").querySelector(".cut a[download]").getAttribute("href")`))
-	screenshot(t, ctx, "big-result.png")
+	docShot(t, ctx, srv, "big", "big-result.png", "/s/big.jsonl/")
 
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl~2/tokens"), chromedp.WaitVisible(chromedp.ID("chart")))
 	require.Equal(t, float64(ChartColumns), jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
 	require.Equal(t, float64(TableRows), jsEval[float64](t, ctx, `document.querySelectorAll("table.points tbody tr").length`))
-	screenshot(t, ctx, "tokens-dense.png")
+	docShot(t, ctx, srv, "big", "tokens-dense.png", "/s/big.jsonl~2/tokens")
 	require.Zero(t, dialogs.Load())
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"math"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -130,15 +131,19 @@ func costFunc(p *eval.Prices) template.FuncMap {
 	return template.FuncMap{"cost": func(u *surface.Usage) *eval.Cost { return costOf(p, u) }}
 }
 
-// dollars renders an estimated cost.
+// dollars renders an estimated cost: cents above a dollar, else at least
+// four decimals and two significant digits (a request costs fractions of
+// a cent).
 func dollars(f float64) string {
 	switch {
-	case f == 0:
+	case f <= 0:
 		return "$0"
-	case f < 0.0001:
-		return "< $0.0001"
-	case f < 1:
-		return fmt.Sprintf("$%.4f", f)
+	case f >= 1:
+		return fmt.Sprintf("$%.2f", f)
 	}
-	return fmt.Sprintf("$%.2f", f)
+	d := max(4, 1-int(math.Floor(math.Log10(f))))
+	if d > 8 {
+		return "< $0.00000001"
+	}
+	return fmt.Sprintf("$%.*f", d, f)
 }

@@ -127,7 +127,7 @@ func TestCost(t *testing.T) {
 	s := newServer(t, Options{Files: []string{path}, Prices: &p})
 	t.Cleanup(s.Close)
 	page := ok(t, s, "/s/priced.jsonl/requests?n=8")
-	require.Contains(t, page, `<tr class="cost"><td>cost</td><td></td><td>$0.0185: $0.0150 input, $0.0005 cached, $0.0030 output</td></tr>`)
+	require.Contains(t, page, `<tr class="cost"><td>cost</td><td></td><td>$0.0185: $0.0150 input, $0.00050 cached, $0.0030 output</td></tr>`)
 	traj := ok(t, s, "/s/priced.jsonl/")
 	require.Contains(t, traj, `1500 input + 500 cached, 30 output · <span class="cost">$0.0185</span>`)
 	require.Regexp(t, `Turn 6(<span class="dur"> · [^<]*</span>)?<span class="usage" [^>]*> · 2000 input \(500 cached\), 30 output · \$0\.0185</span>`, traj)
@@ -161,5 +161,12 @@ func TestCost(t *testing.T) {
 		page := ok(t, none, target)
 		require.NotContains(t, page, "$", "no prices: no cost, not $0")
 		require.NotContains(t, page, `class="cost"`)
+	}
+}
+
+func TestDollars(t *testing.T) {
+	for f, want := range map[float64]string{0: "$0", 0.0185: "$0.0185", 0.0000924: "$0.000092", 0.0005: "$0.00050",
+		0.5: "$0.5000", 12.345: "$12.35", 1e-10: "< $0.00000001"} {
+		require.Equal(t, want, dollars(f), "%g", f)
 	}
 }
