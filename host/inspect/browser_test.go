@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/performance"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -91,7 +92,7 @@ func startChromium() {
 // browser opens a tab of the package's headless Chromium for one test and
 // returns it with a counter of JavaScript dialogs it opened (each one
 // dismissed).
-func browser(t *testing.T) (context.Context, *atomic.Int32) {
+func browser(t testing.TB) (context.Context, *atomic.Int32) {
 	t.Helper()
 	chromium.once.Do(startChromium)
 	if chromium.path == "" {
@@ -121,14 +122,14 @@ func browser(t *testing.T) (context.Context, *atomic.Int32) {
 
 // within runs steps with a deadline, so a page that never gets there fails
 // the test instead of hanging it.
-func within(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+func within(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, chromedp.Do(c, steps...))
 }
 
-func jsEval[T any](t *testing.T, ctx context.Context, expr string) T {
+func jsEval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -183,7 +184,7 @@ func docShot(t *testing.T, ctx context.Context, srv *httptest.Server, fixture, n
 // serveHTTP serves an inspector on loopback until the test ends, through
 // wrap when given; call it after browser, so the live streams end before
 // the tab closes.
-func serveHTTP(t *testing.T, o Options, wrap ...func(http.Handler) http.Handler) *httptest.Server {
+func serveHTTP(t testing.TB, o Options, wrap ...func(http.Handler) http.Handler) *httptest.Server {
 	s := newServer(t, o)
 	var h http.Handler = s
 	for _, w := range wrap {
@@ -465,4 +466,69 @@ func TestBrowserBigViews(t *testing.T) {
 	require.Equal(t, float64(TableRows), jsEval[float64](t, ctx, `document.querySelectorAll("table.points tbody tr").length`))
 	docShot(t, ctx, srv, "big", "tokens-dense.png", "/s/big.jsonl~2/tokens")
 	require.Zero(t, dialogs.Load())
+}
+
+// BenchmarkBrowserBigRequest opens the request page of a request that
+// carries a 5 MB tool result in a new tab of headless Chromium, until the
+// page is laid out (its "shown in part" note is visible), and reports the
+// renderer's CPU time for it from the DevTools Performance metrics: all
+// its tasks (cpu-ms), and of them script, style recalculation and layout;
+// load-ms is the wall time from the navigation to the note. ns/op includes
+// opening and closing the tab.
+func BenchmarkBrowserBigRequest(b *testing.B) {
+	_, _ = browser(b)
+	path := copyDemo(b, b.TempDir(), "big.jsonl")
+	appendToolTurn(b, path, bigResult(5<<20))
+	srv := serveHTTP(b, Options{Files: []string{path}})
+	url := srv.URL + "/s/big.jsonl/requests?n=9"
+	metrics := func(ctx context.Context) map[string]float64 {
+		var out map[string]float64
+		require.NoError(b, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			res, err := cdp.Call(ctx, t, performance.GetMetrics, cdp.Empty{})
+			out = map[string]float64{}
+			for _, m := range res.Metrics {
+				out[m.Name] = m.Value
+			}
+			return err
+		})))
+		return out
+	}
+	names := map[string]string{"TaskDuration": "cpu-ms/op", "ScriptDuration": "script-ms/op",
+		"RecalcStyleDuration": "style-ms/op", "LayoutDuration": "layout-ms/op"}
+	sums := map[string]float64{}
+	var load time.Duration
+	// One load first: the server builds the request once, as for any view
+	// after the first.
+	open := func() {
+		ctx, cancel := chromedp.NewContext(chromium.ctx)
+		defer cancel()
+		c, stop := context.WithTimeout(ctx, 60*time.Second)
+		defer stop()
+		require.NoError(b, chromedp.Do(c, chromedp.EmulateViewport(1100, 820), chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, performance.Enable, performance.EnableParams{})
+			return err
+		})))
+		before := metrics(c)
+		start := time.Now()
+		require.NoError(b, chromedp.Do(c, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("body-cut"))))
+		load += time.Since(start)
+		after := metrics(c)
+		for k := range names {
+			d := after[k] - before[k]
+			if d < 0 { // the navigation started the counters anew
+				d = after[k]
+			}
+			sums[k] += d
+		}
+	}
+	open()
+	clear(sums)
+	load = 0
+	for b.Loop() {
+		open()
+	}
+	for k, unit := range names {
+		b.ReportMetric(sums[k]*1000/float64(b.N), unit)
+	}
+	b.ReportMetric(float64(load.Milliseconds())/float64(b.N), "load-ms/op")
 }
