@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/host/llm/llmtest"
@@ -172,5 +173,27 @@ func TestSSE_RecordedSessionReconstructsByteForByte(t *testing.T) {
 	require.Len(t, h.events(surface.TypeCompactionEnd), 1)
 	require.Len(t, h.events(surface.TypeSystemMessage), 2)
 	require.Equal(t, []string{"initial", "series", "series"}, h.headers())
+	h.checkWire()
+}
+
+// TestSSE_FirstTokenIsLogged streams a reply whose content the server holds
+// back: the settlement's stream record has the dispatch instant and a time
+// to first token of at least the delay, and the rebuilt request is still
+// the body the server received.
+func TestSSE_FirstTokenIsLogged(t *testing.T) {
+	const gap = 120 * time.Millisecond
+	h := newSSEHarness(t, "p", nil)
+	h.srv.Push(llmtest.Reply{Chunks: []string{llmtest.Role(), llmtest.Text("late"), llmtest.Finish("stop"), llmtest.Usage(9, 1, 0, 0)}, Gap: gap})
+	before := time.Now().UnixMilli()
+	res := h.turn("hi")
+	require.Equal(t, surface.EndCompleted, res.Reason.Kind)
+	am := h.events(surface.TypeAssistantMessage)
+	require.Len(t, am, 1)
+	var d surface.StepMessage
+	require.NoError(t, json.Unmarshal(am[0].Data, &d))
+	tm := llm.TimingOf(d.Stream)
+	require.GreaterOrEqual(t, tm.First, 2*gap.Milliseconds(), "the role chunk and the text each waited a gap")
+	require.GreaterOrEqual(t, tm.Sent, before, "sent is the dispatch instant (the wall clock, not the log's)")
+	require.LessOrEqual(t, tm.Sent+tm.First, time.Now().UnixMilli())
 	h.checkWire()
 }

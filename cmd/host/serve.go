@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/eval"
 	winspect "github.com/weirhost/weir/host/inspect"
 )
 
@@ -34,6 +36,8 @@ func serveCmd(e *env, args []string) error {
 	public := fs.Bool("public", false, "allow a non-loopback --addr (a token is then required)")
 	token := fs.String("token", "", "the access token for a --public address (default: a random one, printed)")
 	models := fs.Int("models", winspect.DefaultModels, "keep at most this many sessions' whole models in memory (the least recently viewed are dropped)")
+	configFile := fs.String("config", "", "the configuration whose eval.prices price requests and turns (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
+	prices := fs.String("prices", "", "price requests and turns in dollars per million tokens, hit=X,miss=Y,output=Z (default: eval.prices when the configuration sets it; otherwise no cost is shown)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -75,7 +79,11 @@ func serveCmd(e *env, args []string) error {
 		}
 		*token = hex.EncodeToString(b)
 	}
-	srv, err := winspect.New(winspect.Options{Files: pos, Dir: *dir, Token: *token, Public: *public, Models: *models})
+	p, err := servePrices(e, *prices, *configFile)
+	if err != nil {
+		return err
+	}
+	srv, err := winspect.New(winspect.Options{Files: pos, Dir: *dir, Token: *token, Public: *public, Models: *models, Prices: p})
 	if err != nil {
 		return err
 	}
@@ -109,4 +117,28 @@ func serveCmd(e *env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// servePrices is the price table serve prices usage with: --prices, else
+// eval.prices when the configuration sets it (as eval reads it); nil, no
+// cost shown, when neither does.
+func servePrices(e *env, flagValue, file string) (*eval.Prices, error) {
+	if flagValue != "" {
+		p, err := parsePrices(flagValue)
+		if err != nil {
+			return nil, usagef("--prices: %v", err)
+		}
+		return &p, nil
+	}
+	cfg, src, err := config.Load(config.Options{File: file})
+	if err != nil {
+		return nil, configError(e, "serve", err)
+	}
+	for _, k := range []string{"eval.prices.cacheHit", "eval.prices.cacheMiss", "eval.prices.output"} {
+		if s, ok := src.Of(k); ok && s.Kind != config.FromDefault {
+			p := orDefault(eval.Prices(cfg.Eval.Prices))
+			return &p, nil
+		}
+	}
+	return nil, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/eval"
 )
 
 func TestServeRefusesWhatItShouldNot(t *testing.T) {
@@ -83,6 +84,10 @@ func TestServeShowsWhatRequestPrints(t *testing.T) {
 	}
 	code, _ = get("/s/demo.jsonl/")
 	require.Equal(t, http.StatusOK, code)
+	code, page = get("/s/demo.jsonl/requests?n=1")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, page, "time to first token 0 ms")
+	require.NotContains(t, page, `class="cost"`, "no prices configured: no cost")
 
 	// Ctrl-C ends it cleanly.
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
@@ -94,4 +99,34 @@ func TestServeShowsWhatRequestPrints(t *testing.T) {
 	}
 	_, err = os.Stat(filepath.Join(dir, "demo.jsonl"))
 	require.ErrorIs(t, err, os.ErrNotExist, "serve writes nothing")
+}
+
+// TestServePrices: --prices, else eval.prices when the configuration sets
+// it (a key left out keeps eval's default), else no prices: no cost shown.
+func TestServePrices(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
+		return p
+	}
+	priced := file("priced.yaml", "eval:\n  prices:\n    cacheMiss: 3\n    output: 15\n")
+	plain := file("plain.yaml", "log:\n  level: warn\n")
+	e := &env{stdout: io.Discard, stderr: io.Discard}
+	for _, c := range []struct {
+		name, flag, config string
+		want               *eval.Prices
+	}{
+		{"configured", "", priced, &eval.Prices{CacheHit: eval.DeepSeekPrices.CacheHit, CacheMiss: 3, Output: 15}},
+		{"not configured", "", plain, nil},
+		{"flag over configuration", "hit=0.5,miss=1,output=2", priced, &eval.Prices{CacheHit: 0.5, CacheMiss: 1, Output: 2}},
+	} {
+		p, err := servePrices(e, c.flag, c.config)
+		require.NoError(t, err, c.name)
+		require.Equal(t, c.want, p, c.name)
+	}
+	_, err := servePrices(e, "hit=x", plain)
+	var ue *usageError
+	require.ErrorAs(t, err, &ue)
+	require.Contains(t, err.Error(), "--prices")
 }

@@ -131,6 +131,15 @@ type Cost struct {
 	Total     float64 `json:"total"`
 }
 
+// Cost prices input tokens, cached of them served from the prompt cache,
+// and output tokens.
+func (p Prices) Cost(input, cached, output int64) Cost {
+	c := Cost{CacheHit: float64(cached) * p.CacheHit / 1e6, CacheMiss: float64(input-cached) * p.CacheMiss / 1e6,
+		Output: float64(output) * p.Output / 1e6}
+	c.Total = c.CacheHit + c.CacheMiss + c.Output
+	return c
+}
+
 func (d *driver) finish() {
 	r := d.res
 	t := &r.Totals
@@ -162,10 +171,7 @@ func (d *driver) finish() {
 		}
 	}
 	t.PluginMs = d.plugin.total.Milliseconds()
-	t.Cost.CacheHit = float64(t.CachedTokens) * p.CacheHit / 1e6
-	t.Cost.CacheMiss = float64(t.InputTokens-t.CachedTokens) * p.CacheMiss / 1e6
-	t.Cost.Output = float64(t.OutputTokens) * p.Output / 1e6
-	t.Cost.Total = t.Cost.CacheHit + t.Cost.CacheMiss + t.Cost.Output
+	t.Cost = p.Cost(t.InputTokens, t.CachedTokens, t.OutputTokens)
 	for i, text := range d.opts.Probes {
 		r.Probes = append(r.Probes, Probe{Text: text, LastVisible: d.visible[i]})
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/performance"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -91,7 +92,7 @@ func startChromium() {
 // browser opens a tab of the package's headless Chromium for one test and
 // returns it with a counter of JavaScript dialogs it opened (each one
 // dismissed).
-func browser(t *testing.T) (context.Context, *atomic.Int32) {
+func browser(t testing.TB) (context.Context, *atomic.Int32) {
 	t.Helper()
 	chromium.once.Do(startChromium)
 	if chromium.path == "" {
@@ -121,14 +122,14 @@ func browser(t *testing.T) (context.Context, *atomic.Int32) {
 
 // within runs steps with a deadline, so a page that never gets there fails
 // the test instead of hanging it.
-func within(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+func within(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, chromedp.Do(c, steps...))
 }
 
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+func jsEval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -156,8 +157,8 @@ func waitFor(t *testing.T, ctx context.Context, cond string) {
 	t.Fatalf("waiting for %s: still false after 30s (last error: %v)", cond, last)
 }
 
-// screenshot saves the viewport as a PNG test artefact.
-func screenshot(t *testing.T, ctx context.Context, name string) {
+// screenshot saves the viewport as a PNG test artefact and returns it.
+func screenshot(t *testing.T, ctx context.Context, name string) []byte {
 	t.Helper()
 	dir := os.Getenv("WEIR_SCREENSHOTS")
 	if dir == "" {
@@ -170,12 +171,20 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	require.True(t, strings.HasPrefix(string(png), "\x89PNG"), "a PNG")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
 	t.Logf("screenshot %s", filepath.Join(dir, name))
+	return png
+}
+
+// docShot takes a screenshot the docs show (see recordShot): pages are
+// the paths the browser loaded for it from srv, serving fixture.
+func docShot(t *testing.T, ctx context.Context, srv *httptest.Server, fixture, name string, pages ...string) {
+	t.Helper()
+	recordShot(t, srv.URL, fixture, name, screenshot(t, ctx, name), pages...)
 }
 
 // serveHTTP serves an inspector on loopback until the test ends, through
 // wrap when given; call it after browser, so the live streams end before
 // the tab closes.
-func serveHTTP(t *testing.T, o Options, wrap ...func(http.Handler) http.Handler) *httptest.Server {
+func serveHTTP(t testing.TB, o Options, wrap ...func(http.Handler) http.Handler) *httptest.Server {
 	s := newServer(t, o)
 	var h http.Handler = s
 	for _, w := range wrap {
@@ -192,87 +201,86 @@ func serveHTTP(t *testing.T, o Options, wrap ...func(http.Handler) http.Handler)
 func TestBrowserDemo(t *testing.T) {
 	ctx, dialogs := browser(t)
 	path := demoPath(t)
-	long := copyDemo(t, t.TempDir(), strings.Repeat("a-session-with-a-long-name-", 6)+"demo.jsonl")
-	srv := serveHTTP(t, Options{Files: []string{path, long}})
+	srv := serveHTTP(t, shotFixture(t, "demo"))
 
 	// Sessions: a long name wraps inside the page.
 	within(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
-	require.Equal(t, "session-demo-1", eval[string](t, ctx, `document.querySelector("table.sessions tbody tr td:nth-child(2)").textContent`))
-	require.True(t, eval[bool](t, ctx, `document.querySelector("table.sessions").getBoundingClientRect().right <= document.documentElement.clientWidth`), "the table fits the window")
-	screenshot(t, ctx, "sessions.png")
+	require.Equal(t, "session-demo-1", jsEval[string](t, ctx, `document.querySelector("table.sessions tbody tr td:nth-child(2)").textContent`))
+	require.True(t, jsEval[bool](t, ctx, `document.querySelector("table.sessions").getBoundingClientRect().right <= document.documentElement.clientWidth`), "the table fits the window")
+	docShot(t, ctx, srv, "demo", "sessions.png", "/")
 
 	// Trajectory: the node 0 replacement is a collapsed card, never a bubble.
 	within(t, ctx, chromedp.Click(chromedp.CSS(`a[href="/s/demo.jsonl/"]`)), chromedp.WaitVisible(chromedp.CSS("#items")))
 	waitFor(t, ctx, `document.getElementById("live-state").textContent === "live"`)
 	card := `document.querySelector("details.card.prompt.p-changed")`
-	require.True(t, eval[bool](t, ctx, card+` !== null`))
-	require.False(t, eval[bool](t, ctx, card+`.open`), "the prompt-change card starts collapsed")
-	require.Nil(t, eval[any](t, ctx, card+`.closest(".bubble")`))
-	require.False(t, eval[bool](t, ctx, card+`.classList.contains("bubble")`))
-	require.Equal(t, "prompt changed (node 0 replaced)", eval[string](t, ctx, card+`.querySelector("summary .label").textContent`))
-	require.Zero(t, eval[float64](t, ctx, card+`.querySelector("pre.prompt-text").checkVisibility() ? 1 : 0`), "the full text is hidden")
-	require.Zero(t, eval[float64](t, ctx, `Array.from(document.querySelectorAll(".bubble")).filter(b => b.textContent.includes("Answer like a pirate")).length`),
+	require.True(t, jsEval[bool](t, ctx, card+` !== null`))
+	require.False(t, jsEval[bool](t, ctx, card+`.open`), "the prompt-change card starts collapsed")
+	require.Nil(t, jsEval[any](t, ctx, card+`.closest(".bubble")`))
+	require.False(t, jsEval[bool](t, ctx, card+`.classList.contains("bubble")`))
+	require.Equal(t, "prompt changed (node 0 replaced)", jsEval[string](t, ctx, card+`.querySelector("summary .label").textContent`))
+	require.Zero(t, jsEval[float64](t, ctx, card+`.querySelector("pre.prompt-text").checkVisibility() ? 1 : 0`), "the full text is hidden")
+	require.Zero(t, jsEval[float64](t, ctx, `Array.from(document.querySelectorAll(".bubble")).filter(b => b.textContent.includes("Answer like a pirate")).length`),
 		"the prompt text is in no bubble")
-	require.Equal(t, 5.0, eval[float64](t, ctx, `document.querySelectorAll(".bubble.user").length`), "one per turn")
-	screenshot(t, ctx, "trajectory.png")
+	require.Equal(t, 5.0, jsEval[float64](t, ctx, `document.querySelectorAll(".bubble.user").length`), "one per turn")
+	docShot(t, ctx, srv, "demo", "trajectory.png", "/s/demo.jsonl/")
 
 	within(t, ctx, chromedp.Click(chromedp.CSS(`details.p-changed > summary`)))
-	require.True(t, eval[bool](t, ctx, card+`.open`))
-	require.Contains(t, eval[string](t, ctx, card+`.querySelector("pre.prompt-text").innerText`), "Answer like a pirate.")
-	require.Contains(t, eval[string](t, ctx, card+`.querySelector("pre.diff").innerText`), "+ Answer like a pirate.")
+	require.True(t, jsEval[bool](t, ctx, card+`.open`))
+	require.Contains(t, jsEval[string](t, ctx, card+`.querySelector("pre.prompt-text").innerText`), "Answer like a pirate.")
+	require.Contains(t, jsEval[string](t, ctx, card+`.querySelector("pre.diff").innerText`), "+ Answer like a pirate.")
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](card+`.scrollIntoView()`))
-	screenshot(t, ctx, "prompt-card.png")
+	docShot(t, ctx, srv, "demo", "prompt-card.png", "/s/demo.jsonl/")
 
 	// The compaction card: its shadowed messages load when expanded.
 	within(t, ctx, chromedp.Click(chromedp.CSS(`details.compaction > summary`)), chromedp.Click(chromedp.CSS(`details.shadowed > summary`)))
 	waitFor(t, ctx, `document.querySelectorAll("details.shadowed .slot .it").length === 11`)
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.compaction").scrollIntoView()`))
-	screenshot(t, ctx, "compaction.png")
+	docShot(t, ctx, srv, "demo", "compaction.png", "/s/demo.jsonl/", jsEval[string](t, ctx, `document.querySelector("details.shadowed").dataset.src`))
 
 	// A request: its raw text is what host request --at prints.
 	within(t, ctx, chromedp.Click(chromedp.CSS(`a.req[href$="requests?n=4"]`)), chromedp.WaitVisible(chromedp.CSS("#pretty")))
-	require.Equal(t, "Request 4 of 7", eval[string](t, ctx, `document.querySelector("h1").textContent`))
+	require.Equal(t, "Request 4 of 7", jsEval[string](t, ctx, `document.querySelector("h1").textContent`))
 	want := wire(t, path, 25)
-	require.Equal(t, pretty([]byte(strings.TrimSuffix(want, "\n"))), eval[string](t, ctx, `document.getElementById("pretty").textContent`))
+	require.Equal(t, pretty([]byte(strings.TrimSuffix(want, "\n"))), jsEval[string](t, ctx, `document.getElementById("pretty").textContent`))
 	within(t, ctx, chromedp.Click(chromedp.ID("toggle-raw")), chromedp.WaitVisible(chromedp.ID("raw")))
-	require.Equal(t, strings.TrimSuffix(want, "\n"), eval[string](t, ctx, `document.getElementById("raw").innerText`))
-	require.True(t, eval[bool](t, ctx, `document.getElementById("pretty").hidden`))
+	require.Equal(t, strings.TrimSuffix(want, "\n"), jsEval[string](t, ctx, `document.getElementById("raw").innerText`))
+	require.True(t, jsEval[bool](t, ctx, `document.getElementById("pretty").hidden`))
 	within(t, ctx, chromedp.Click(chromedp.ID("toggle-raw")))
-	screenshot(t, ctx, "request.png")
+	docShot(t, ctx, srv, "demo", "request.png", "/s/demo.jsonl/requests?n=4")
 
 	// Tokens: the chart is drawn; a point opens its request.
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/tokens"), chromedp.WaitVisible(chromedp.ID("chart")))
-	require.Equal(t, 7.0, eval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
-	require.Greater(t, eval[float64](t, ctx, `document.querySelector("#chart polyline.meter").getTotalLength()`), 100.0)
+	require.Equal(t, 7.0, jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
+	require.Greater(t, jsEval[float64](t, ctx, `document.querySelector("#chart polyline.meter").getTotalLength()`), 100.0)
 	for _, sel := range []string{"line.window", "line.threshold", "line.mark.compaction", "line.mark.prompt"} {
-		require.Greater(t, eval[float64](t, ctx, `document.querySelector("#chart `+sel+`").getBoundingClientRect().width + document.querySelector("#chart `+sel+`").getBoundingClientRect().height`), 0.0, sel)
+		require.Greater(t, jsEval[float64](t, ctx, `document.querySelector("#chart `+sel+`").getBoundingClientRect().width + document.querySelector("#chart `+sel+`").getBoundingClientRect().height`), 0.0, sel)
 	}
 	// Every label inside the chart; the meter's line above the provider's
 	// marks.
-	require.Zero(t, eval[float64](t, ctx, `(() => { const c = document.getElementById("chart").getBoundingClientRect();
+	require.Zero(t, jsEval[float64](t, ctx, `(() => { const c = document.getElementById("chart").getBoundingClientRect();
 		return Array.from(document.querySelectorAll("#chart text")).filter(t => { const r = t.getBoundingClientRect(); return r.left < c.left || r.right > c.right; }).length; })()`),
 		"no label is clipped")
-	require.True(t, eval[bool](t, ctx, `(() => { const line = document.querySelector("#chart polyline.meter"), rects = document.querySelectorAll("#chart rect.usage");
+	require.True(t, jsEval[bool](t, ctx, `(() => { const line = document.querySelector("#chart polyline.meter"), rects = document.querySelectorAll("#chart rect.usage");
 		return rects.length > 0 && Array.from(rects).every(r => r.compareDocumentPosition(line) & Node.DOCUMENT_POSITION_FOLLOWING); })()`), "the line is drawn after the provider's marks")
-	screenshot(t, ctx, "tokens.png")
+	docShot(t, ctx, srv, "demo", "tokens.png", "/s/demo.jsonl/tokens")
 	type pt struct{ X, Y float64 }
-	p := eval[pt](t, ctx, `(() => { const r = document.querySelectorAll("#chart a.point circle")[2].getBoundingClientRect(); return {X: r.x + r.width/2, Y: r.y + r.height/2}; })()`)
+	p := jsEval[pt](t, ctx, `(() => { const r = document.querySelectorAll("#chart a.point circle")[2].getBoundingClientRect(); return {X: r.x + r.width/2, Y: r.y + r.height/2}; })()`)
 	within(t, ctx, chromedp.MouseClickXY(p.X, p.Y))
 	waitFor(t, ctx, `location.search === "?n=3" && document.querySelector("h1") && document.querySelector("h1").textContent === "Request 3 of 7"`)
 
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/tokens?scale=data"), chromedp.WaitVisible(chromedp.ID("chart")))
-	require.Equal(t, 7.0, eval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
+	require.Equal(t, 7.0, jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
 	screenshot(t, ctx, "tokens-data.png")
 
 	// The filter: Enter in the text box opens the filtered page.
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/"), chromedp.WaitVisible(chromedp.ID("f-q")))
 	within(t, ctx, chromedp.SendKeys(chromedp.ID("f-q"), "pirate\r"))
 	waitFor(t, ctx, `location.search === "?q=pirate" && document.getElementById("items")`)
-	require.Equal(t, "pirate", eval[string](t, ctx, `document.getElementById("f-q").value`))
-	require.True(t, eval[bool](t, ctx, `(() => { const its = document.querySelectorAll("#items > .it"); return its.length > 0 && Array.from(its).every(e => e.textContent.toLowerCase().includes("pirate")); })()`))
+	require.Equal(t, "pirate", jsEval[string](t, ctx, `document.getElementById("f-q").value`))
+	require.True(t, jsEval[bool](t, ctx, `(() => { const its = document.querySelectorAll("#items > .it"); return its.length > 0 && Array.from(its).every(e => e.textContent.toLowerCase().includes("pirate")); })()`))
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => { const k = document.getElementById("f-kind"); k.value = "prompt"; k.dispatchEvent(new Event("change")); })()`))
 	waitFor(t, ctx, `location.search === "?kind=prompt&q=pirate"`)
-	require.True(t, eval[bool](t, ctx, `Array.from(document.querySelectorAll("#items > .it")).every(e => e.classList.contains("prompt"))`))
+	require.True(t, jsEval[bool](t, ctx, `Array.from(document.querySelectorAll("#items > .it")).every(e => e.classList.contains("prompt"))`))
 
 	require.Zero(t, dialogs.Load())
 }
@@ -285,9 +293,9 @@ func TestBrowserHostileLogRunsNothing(t *testing.T) {
 
 	clean := func(where string) {
 		t.Helper()
-		require.Equal(t, "undefined", eval[string](t, ctx, `typeof window.__xss`), "%s: no payload ran", where)
-		require.NotContains(t, eval[string](t, ctx, `document.title`), "pwned", where)
-		require.Zero(t, eval[float64](t, ctx, `document.querySelectorAll("main img, main iframe, main script, main style, #items svg, main a[href^='javascript:']").length`),
+		require.Equal(t, "undefined", jsEval[string](t, ctx, `typeof window.__xss`), "%s: no payload ran", where)
+		require.NotContains(t, jsEval[string](t, ctx, `document.title`), "pwned", where)
+		require.Zero(t, jsEval[float64](t, ctx, `document.querySelectorAll("main img, main iframe, main script, main style, #items svg, main a[href^='javascript:']").length`),
 			"%s: no element came from the log", where)
 		require.Zero(t, dialogs.Load(), "%s: no dialog opened", where)
 	}
@@ -298,7 +306,7 @@ func TestBrowserHostileLogRunsNothing(t *testing.T) {
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details").forEach(d => d.open = true)`))
 	waitFor(t, ctx, `document.querySelectorAll("details.shadowed .slot .it").length === 11`)
 	time.Sleep(200 * time.Millisecond) // give any injected handler its chance
-	text := eval[string](t, ctx, `document.getElementById("items").innerText`)
+	text := jsEval[string](t, ctx, `document.getElementById("items").innerText`)
 	require.Contains(t, text, xssUser, "the payload is shown as text")
 	require.Contains(t, text, "invoice<U+202E>fdp.exe", "the bidi override is shown, not obeyed")
 	require.Contains(t, text, xssTool)
@@ -313,7 +321,7 @@ func TestBrowserHostileLogRunsNothing(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		clean(target)
 	}
-	require.Contains(t, eval[string](t, ctx, `document.body.innerText`), "request")
+	require.Contains(t, jsEval[string](t, ctx, `document.body.innerText`), "request")
 }
 
 // TestBrowserLiveExact grows a session the page shows while the server
@@ -365,15 +373,15 @@ func TestBrowserLiveExact(t *testing.T) {
 	waitFor(t, ctx, `document.getElementById("events").textContent === "`+itoa(int64(full.Log.Len()))+`"`)
 	time.Sleep(300 * time.Millisecond) // any late duplicate has its chance to land
 
-	require.True(t, eval[bool](t, ctx, `window.__sameDocument === true`), "the page was updated, not reloaded")
+	require.True(t, jsEval[bool](t, ctx, `window.__sameDocument === true`), "the page was updated, not reloaded")
 	for i := 1; i <= last; i++ {
-		require.Equal(t, 1.0, eval[float64](t, ctx, `Array.from(document.querySelectorAll("h2.turn")).filter(h => h.firstChild.textContent === "Turn `+itoa(int64(i))+`").length`), "turn %d once", i)
+		require.Equal(t, 1.0, jsEval[float64](t, ctx, `Array.from(document.querySelectorAll("h2.turn")).filter(h => h.firstChild.textContent === "Turn `+itoa(int64(i))+`").length`), "turn %d once", i)
 	}
 	for i := 6; i <= last; i++ {
-		require.Equal(t, 1.0, eval[float64](t, ctx, `Array.from(document.querySelectorAll(".bubble.user .text")).filter(b => b.textContent === "question `+itoa(int64(i))+`").length`), "question %d once", i)
+		require.Equal(t, 1.0, jsEval[float64](t, ctx, `Array.from(document.querySelectorAll(".bubble.user .text")).filter(b => b.textContent === "question `+itoa(int64(i))+`").length`), "question %d once", i)
 	}
-	require.True(t, eval[bool](t, ctx, `(() => { const s = Array.from(document.querySelectorAll("#items > [data-seq]"), e => e.dataset.seq); return new Set(s).size === s.length; })()`), "no seq twice")
-	seqs := eval[[]float64](t, ctx, `Array.from(document.querySelectorAll("#items > [data-seq]"), e => Number(e.dataset.seq))`)
+	require.True(t, jsEval[bool](t, ctx, `(() => { const s = Array.from(document.querySelectorAll("#items > [data-seq]"), e => e.dataset.seq); return new Set(s).size === s.length; })()`), "no seq twice")
+	seqs := jsEval[[]float64](t, ctx, `Array.from(document.querySelectorAll("#items > [data-seq]"), e => Number(e.dataset.seq))`)
 	m := Build(full)
 	want := make([]float64, 0, len(m.Items))
 	for _, it := range m.Items {
@@ -383,9 +391,9 @@ func TestBrowserLiveExact(t *testing.T) {
 		want = append(want, float64(it.Seq))
 	}
 	require.Equal(t, want, seqs, "every item of the log, in order")
-	require.Equal(t, itoa(int64(last)), eval[string](t, ctx, `document.getElementById("turns").textContent`))
-	require.Equal(t, itoa(int64(7+turns)), eval[string](t, ctx, `document.getElementById("requests").textContent`))
-	require.Equal(t, "1", eval[string](t, ctx, `document.getElementById("compactions").textContent`))
+	require.Equal(t, itoa(int64(last)), jsEval[string](t, ctx, `document.getElementById("turns").textContent`))
+	require.Equal(t, itoa(int64(7+turns)), jsEval[string](t, ctx, `document.getElementById("requests").textContent`))
+	require.Equal(t, "1", jsEval[string](t, ctx, `document.getElementById("compactions").textContent`))
 }
 
 // TestBrowserLargeSession opens a 100k-event session on a cold server:
@@ -399,24 +407,24 @@ func TestBrowserLargeSession(t *testing.T) {
 
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/"), chromedp.WaitVisible(chromedp.CSS("#items")))
 	type timing struct{ Response, DOMContentLoaded, FirstContentfulPaint float64 }
-	tm := eval[timing](t, ctx, `(() => {
+	tm := jsEval[timing](t, ctx, `(() => {
 		const n = performance.getEntriesByType("navigation")[0];
 		const p = performance.getEntriesByName("first-contentful-paint")[0];
 		return {Response: n.responseEnd, DOMContentLoaded: n.domContentLoadedEventEnd, FirstContentfulPaint: p ? p.startTime : -1};
 	})()`)
 	t.Logf("100k-event session, cold server: response end %.0f ms, DOMContentLoaded %.0f ms, first contentful paint %.0f ms",
 		tm.Response, tm.DOMContentLoaded, tm.FirstContentfulPaint)
-	require.Equal(t, float64(PageSize), eval[float64](t, ctx, `document.querySelectorAll("#items > .it").length`))
+	require.Equal(t, float64(PageSize), jsEval[float64](t, ctx, `document.querySelectorAll("#items > .it").length`))
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("#items > .more").scrollIntoView()`))
 	waitFor(t, ctx, `document.querySelectorAll("#items > .it").length >= 2 * `+itoa(PageSize))
 	waitFor(t, ctx, `document.getElementById("events").textContent === "100000" || Number(document.getElementById("events").textContent) >= 100000`)
 	// Once the whole log is read, the header says so and has every counter.
-	require.Nil(t, eval[any](t, ctx, `document.getElementById("partial")`), "no 'still being read' once it is read")
+	require.Nil(t, jsEval[any](t, ctx, `document.getElementById("partial")`), "no 'still being read' once it is read")
 	full, err := Load(path)
 	require.NoError(t, err)
 	m := Build(full)
-	require.Equal(t, itoa(full.Log.LastTurn()), eval[string](t, ctx, `document.getElementById("turns").textContent`))
-	require.Equal(t, itoa(int64(len(m.Requests))), eval[string](t, ctx, `document.getElementById("requests").textContent`))
+	require.Equal(t, itoa(full.Log.LastTurn()), jsEval[string](t, ctx, `document.getElementById("turns").textContent`))
+	require.Equal(t, itoa(int64(len(m.Requests))), jsEval[string](t, ctx, `document.getElementById("requests").textContent`))
 }
 
 // TestBrowserBigViews opens what used to be unusable: a request carrying
@@ -425,32 +433,102 @@ func TestBrowserLargeSession(t *testing.T) {
 // the figures that matter are the benchmarks').
 func TestBrowserBigViews(t *testing.T) {
 	ctx, dialogs := browser(t)
-	dir := t.TempDir()
-	path := copyDemo(t, dir, "big.jsonl")
-	seq := appendToolTurn(t, path, bigResult(5<<20))
-	long := bigSession(t, t.TempDir(), 2300)
-	srv := serveHTTP(t, Options{Files: []string{path, long}})
+	o := shotFixture(t, "big")
+	path := o.Files[0]
+	srv := serveHTTP(t, o)
 	m, err := Load(path)
 	require.NoError(t, err)
-	n := len(Build(m).Requests)
+	bm := Build(m)
+	n := len(bm.Requests)
+	var seq int64 // the 5 MB result: the last tool result
+	for _, it := range bm.Items {
+		if it.Kind == ItemTool {
+			seq = it.Seq
+		}
+	}
 
 	type timing struct{ Response, Load float64 }
 	timings := `(() => { const n = performance.getEntriesByType("navigation")[0]; return {Response: n.responseEnd, Load: n.loadEventEnd}; })()`
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/requests?n="+itoa(int64(n))), chromedp.WaitVisible(chromedp.ID("body-cut")))
-	tm := eval[timing](t, ctx, timings)
+	tm := jsEval[timing](t, ctx, timings)
 	t.Logf("request with a 5 MB tool result: response end %.0f ms, load %.0f ms", tm.Response, tm.Load)
-	require.Less(t, eval[float64](t, ctx, `document.documentElement.outerHTML.length`), float64(256<<10), "a bounded page")
-	require.Contains(t, eval[string](t, ctx, `document.getElementById("body-cut").textContent`), "download the exact body")
-	screenshot(t, ctx, "big-request.png")
+	require.Less(t, jsEval[float64](t, ctx, `document.documentElement.outerHTML.length`), float64(256<<10), "a bounded page")
+	require.Contains(t, jsEval[string](t, ctx, `document.getElementById("body-cut").textContent`), "download the exact body")
+	docShot(t, ctx, srv, "big", "big-request.png", "/s/big.jsonl/requests?n="+itoa(int64(n)))
 
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/#e"+itoa(seq)), chromedp.WaitVisible(chromedp.CSS("#items")))
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("e`+itoa(seq)+`").querySelector("details").open = true; document.getElementById("e`+itoa(seq)+`").scrollIntoView()`))
-	require.Equal(t, "/api/s/big.jsonl/events/"+itoa(seq)+"/text", eval[string](t, ctx, `document.getElementById("e`+itoa(seq)+`").querySelector(".cut a[download]").getAttribute("href")`))
-	screenshot(t, ctx, "big-result.png")
+	require.Equal(t, "/api/s/big.jsonl/events/"+itoa(seq)+"/text", jsEval[string](t, ctx, `document.getElementById("e`+itoa(seq)+`").querySelector(".cut a[download]").getAttribute("href")`))
+	docShot(t, ctx, srv, "big", "big-result.png", "/s/big.jsonl/")
 
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl~2/tokens"), chromedp.WaitVisible(chromedp.ID("chart")))
-	require.Equal(t, float64(ChartColumns), eval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
-	require.Equal(t, float64(TableRows), eval[float64](t, ctx, `document.querySelectorAll("table.points tbody tr").length`))
-	screenshot(t, ctx, "tokens-dense.png")
+	require.Equal(t, float64(ChartColumns), jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
+	require.Equal(t, float64(TableRows), jsEval[float64](t, ctx, `document.querySelectorAll("table.points tbody tr").length`))
+	docShot(t, ctx, srv, "big", "tokens-dense.png", "/s/big.jsonl~2/tokens")
 	require.Zero(t, dialogs.Load())
+}
+
+// BenchmarkBrowserBigRequest opens the request page of a request that
+// carries a 5 MB tool result in a new tab of headless Chromium, until the
+// page is laid out (its "shown in part" note is visible), and reports the
+// renderer's CPU time for it from the DevTools Performance metrics: all
+// its tasks (cpu-ms), and of them script, style recalculation and layout;
+// load-ms is the wall time from the navigation to the note. ns/op includes
+// opening and closing the tab.
+func BenchmarkBrowserBigRequest(b *testing.B) {
+	_, _ = browser(b)
+	path := copyDemo(b, b.TempDir(), "big.jsonl")
+	appendToolTurn(b, path, bigResult(5<<20))
+	srv := serveHTTP(b, Options{Files: []string{path}})
+	url := srv.URL + "/s/big.jsonl/requests?n=9"
+	metrics := func(ctx context.Context) map[string]float64 {
+		var out map[string]float64
+		require.NoError(b, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			res, err := cdp.Call(ctx, t, performance.GetMetrics, cdp.Empty{})
+			out = map[string]float64{}
+			for _, m := range res.Metrics {
+				out[m.Name] = m.Value
+			}
+			return err
+		})))
+		return out
+	}
+	names := map[string]string{"TaskDuration": "cpu-ms/op", "ScriptDuration": "script-ms/op",
+		"RecalcStyleDuration": "style-ms/op", "LayoutDuration": "layout-ms/op"}
+	sums := map[string]float64{}
+	var load time.Duration
+	// One load first: the server builds the request once, as for any view
+	// after the first.
+	open := func() {
+		ctx, cancel := chromedp.NewContext(chromium.ctx)
+		defer cancel()
+		c, stop := context.WithTimeout(ctx, 60*time.Second)
+		defer stop()
+		require.NoError(b, chromedp.Do(c, chromedp.EmulateViewport(1100, 820), chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, performance.Enable, performance.EnableParams{})
+			return err
+		})))
+		before := metrics(c)
+		start := time.Now()
+		require.NoError(b, chromedp.Do(c, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("body-cut"))))
+		load += time.Since(start)
+		after := metrics(c)
+		for k := range names {
+			d := after[k] - before[k]
+			if d < 0 { // the navigation started the counters anew
+				d = after[k]
+			}
+			sums[k] += d
+		}
+	}
+	open()
+	clear(sums)
+	load = 0
+	for b.Loop() {
+		open()
+	}
+	for k, unit := range names {
+		b.ReportMetric(sums[k]*1000/float64(b.N), unit)
+	}
+	b.ReportMetric(float64(load.Milliseconds())/float64(b.N), "load-ms/op")
 }

@@ -131,10 +131,12 @@ func grownBytes(t testing.TB, path string, turns int) []byte {
 
 // appendToolTurn appends a turn whose tool call returns result, then an
 // answer, to the session file at path; it returns the result's seq. The
-// answer's request carries the result.
+// answer's request carries the result. Its events carry the demo's fixed
+// time, so the pages of the file are the same on every run (the
+// screenshots' manifest hashes them).
 func appendToolTurn(t testing.TB, path, result string) int64 {
 	t.Helper()
-	s, l, err := jsonl.Open(path)
+	s, l, err := jsonl.Open(path, jsonl.LogOptions(surface.WithClock(func() int64 { return 1767268800000 })))
 	require.NoError(t, err)
 	defer s.Close()
 	turn := l.LastTurn() + 1

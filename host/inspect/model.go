@@ -50,6 +50,11 @@ type Item struct {
 	Time     int64 `json:"time"`
 	Duration int64 `json:"durationMs,omitzero"`
 	Wall     int64 `json:"wallMs,omitzero"`
+	// A settlement's dispatch instant (epoch ms) and time to first token,
+	// when its stream record holds them (see timeReply); Wall is then
+	// from the dispatch. A turn's Usage sums its requests'.
+	Sent  int64  `json:"sentMs,omitzero"`
+	First *int64 `json:"firstTokenMs,omitzero"`
 	// Message items: the role, the text, reasoning and tool calls.
 	Role      string     `json:"role,omitzero"`
 	Text      string     `json:"text,omitzero"`
@@ -149,6 +154,10 @@ type Model struct {
 	reqs  []*builtRequest // the latest built, last
 
 	meter tokenTrack
+
+	turnMu sync.Mutex
+	turnAt turnFold // how far turnUsage has summed the log
+	turns  map[int64]*surface.Usage
 }
 
 // Fill returns copies of items with their message content decoded.
@@ -169,8 +178,14 @@ func (m *Model) Fill(items []Item) []Item {
 				var d surface.StepMessage
 				if json.Unmarshal(e.Data, &d) == nil {
 					it.Usage, it.Interrupted = d.Usage, d.Interrupted
+					timeReply(&it.First, &it.Sent, &it.Wall, e.Time, d.Stream)
 				}
 			}
+		case ItemAttempt:
+			e, _ := l.Event(it.Seq)
+			timeReply(&it.First, &it.Sent, &it.Wall, e.Time, streamOf(e.Data))
+		case ItemTurn:
+			it.Usage = m.turnUsage()[it.Turn]
 		case ItemTool:
 			msg, _ := l.Message(it.Seq)
 			if msg != nil && len(msg.Content) > 0 {

@@ -29,10 +29,13 @@ type Request struct {
 	Tokens *host.Measurement `json:"tokens,omitzero"`
 	Usage  *surface.Usage    `json:"usage,omitzero"`
 	Failed bool              `json:"failed,omitzero"`
-	// Time is the settlement's time (epoch ms) and Wall its wall time
-	// (see Item.Wall).
-	Time int64 `json:"time,omitzero"`
-	Wall int64 `json:"wallMs,omitzero"`
+	// Time is the settlement's time (epoch ms) and Wall its wall time;
+	// Sent and First its dispatch instant and time to first token, when
+	// its stream record holds them (see Item.Wall and Item.First).
+	Time  int64  `json:"time,omitzero"`
+	Wall  int64  `json:"wallMs,omitzero"`
+	Sent  int64  `json:"sentMs,omitzero"`
+	First *int64 `json:"firstTokenMs,omitzero"`
 	// Prompt is the latest system-prompt event before the request: the
 	// prompt version it carried; PromptNew reports that it came after the
 	// previous request (so this is the first request to carry it).
@@ -151,6 +154,7 @@ func (m *Model) request(index int) (*Request, error) {
 	var d surface.StepMessage
 	if json.Unmarshal(e.Data, &d) == nil {
 		r.Usage = d.Usage
+		timeReply(&r.First, &r.Sent, &r.Wall, e.Time, d.Stream)
 	}
 	return r, nil
 }

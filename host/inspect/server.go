@@ -25,6 +25,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/eval"
 	"github.com/weirhost/weir/surface"
 	"github.com/weirhost/weir/surface/jsonl"
 )
@@ -60,6 +61,9 @@ type Options struct {
 	// Models is how many sessions' whole models are kept in memory, the
 	// least recently used evicted first (DefaultModels when zero).
 	Models int
+	// Prices, when set, price each request's and each turn's reported
+	// usage (eval's price table); nil shows no cost.
+	Prices *eval.Prices
 }
 
 // DefaultModels is how many whole session models a server keeps.
@@ -122,7 +126,7 @@ func New(o Options) (*Server, error) {
 	if o.Poll <= 0 {
 		o.Poll = 250 * time.Millisecond
 	}
-	t, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	t, err := template.New("").Funcs(funcs).Funcs(costFunc(o.Prices)).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("inspector templates: %w", err)
 	}

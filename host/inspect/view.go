@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/surface"
 )
 
 // A page shows at most ShowBytes of one block (a message, a tool result, a
@@ -144,6 +147,11 @@ var funcs = template.FuncMap{
 		return map[string]any{"Shown": s, "Href": href, "What": what}
 	},
 	"total": func(u interface{ Total() int64 }) int64 { return u.Total() },
+	// cost prices a usage (see Options.Prices); the server replaces it.
+	"cost":    func(*surface.Usage) *eval.Cost { return nil },
+	"dollars": dollars,
+	// input is a usage's whole input: uncached, cache read and written.
+	"input": func(u *surface.Usage) int64 { return u.Input + u.CacheRead + u.CacheWrite },
 }
 
 // Chart is the geometry of the tokens-over-time chart, drawn as inline SVG

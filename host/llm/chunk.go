@@ -184,6 +184,9 @@ type assembler struct {
 	// progress counts the payloads that advanced the reply: new text,
 	// reasoning or tool-call data, a finish reason, usage or an error.
 	progress int
+	// deltas counts the content deltas delivered: text, reasoning and
+	// tool-call pieces (an id, a name or argument text).
+	deltas int
 	// malformed counts reply payloads that were not valid JSON;
 	// firstMalformed is the first of them, shortened.
 	malformed      int
@@ -303,6 +306,7 @@ func (a *assembler) text(kind DeltaKind, s string) {
 	}
 	p.text.WriteString(s)
 	a.progress++
+	a.deltas++
 	if a.on != nil {
 		a.on(Delta{Kind: kind, Text: s})
 	}
@@ -344,6 +348,7 @@ func (a *assembler) tool(t *toolDelta) {
 	p.text.WriteString(t.Arguments.s)
 	if d.Text != "" || d.ID != "" || d.Name != "" {
 		a.progress++
+		a.deltas++
 	}
 	if a.on != nil {
 		a.on(d)

@@ -213,6 +213,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 	enc, _ := req.encoder() // Encode refused a version this build has not
 	rec := newRecorder(c.api, enc)
 	start := time.Now()
+	rec.dispatched(start)
 	since := func() int64 { return time.Since(start).Milliseconds() }
 	fail := func(a *assembler, e *Error) (*Result, error) {
 		if a == nil {
@@ -264,8 +265,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, on func(Delta)) (*Res
 			return fail(a, &Error{Code: CodeBrokenStream, Provider: provider, What: "the response broke before it was complete",
 				Hint: "retry", Err: c.redactErr(err)})
 		}
+		before := a.deltas
 		kept, isJSON := a.feed(c.redact(bytes.TrimSpace(raw)), "")
-		rec.chunk(since(), kept, isJSON, "")
+		ms := since()
+		rec.chunk(ms, kept, isJSON, "")
+		rec.delivered(ms, a.deltas > before)
 		if a.failure != nil {
 			e := streamError(provider, a.failure)
 			e.Detail = c.redactString(e.Detail)
@@ -321,9 +325,11 @@ func (c *Client) pump(r io.Reader, a *assembler, rec *recorder, since func() int
 		if ev.Name == "" && a.api != APIAnthropic && isDone(data) {
 			return true, nil
 		}
-		before := a.progress
+		before, deltas := a.progress, a.deltas
 		kept, isJSON := a.feed(data, ev.Name)
-		rec.chunk(since(), kept, isJSON, ev.Name)
+		ms := since()
+		rec.chunk(ms, kept, isJSON, ev.Name)
+		rec.delivered(ms, a.deltas > deltas)
 		if a.failure != nil {
 			return false, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -191,11 +192,16 @@ func TestClientStreamRecord(t *testing.T) {
 	var rec struct {
 		V      int                `json:"v"`
 		Enc    int                `json:"enc"`
+		Sent   int64              `json:"sent"`
 		Chunks [][]jsontext.Value `json:"chunks"`
+		First  *int64             `json:"first"`
 		Done   *int64             `json:"done"`
 	}
+	before := time.Now().UnixMilli()
 	require.NoError(t, json.Unmarshal(res.Stream, &rec, json.RejectUnknownMembers(true)))
 	require.Equal(t, 1, rec.V)
+	require.InDelta(t, before, rec.Sent, float64(time.Minute.Milliseconds()), "sent is the dispatch instant in Unix ms")
+	require.NotNil(t, rec.First, "the text chunk is the first content delta")
 	require.Equal(t, EncoderVersion, rec.Enc, "the record names the encoder version of the body sent")
 	require.Len(t, rec.Chunks, 2)
 	require.Equal(t, llmtest.Text("a"), string(rec.Chunks[0][1]), "chunks are kept verbatim")
@@ -204,6 +210,69 @@ func TestClientStreamRecord(t *testing.T) {
 	_, info, err := ReassembleInfo(res.Stream)
 	require.NoError(t, err)
 	require.Equal(t, StreamInfo{Encoder: EncoderVersion, Done: true, Chunks: 2}, info)
+	require.Equal(t, Timing{Sent: rec.Sent, First: *rec.First}, TimingOf(res.Stream))
+}
+
+// TestClientFirstToken streams from a loopback server that holds every
+// chunk back by a known gap: the first chunk only names the role, so the
+// first content delta is the second chunk, and the recorded time to first
+// token is at least two gaps and exactly that chunk's recorded time. A
+// reply that delivers no content records none.
+func TestClientFirstToken(t *testing.T) {
+	const gap = 150 * time.Millisecond
+	tests := []struct {
+		name    string
+		reply   llmtest.Reply
+		chunk   int // the chunk that delivers the first content; -1 none
+		atLeast time.Duration
+	}{
+		{"text", llmtest.Reply{Chunks: []string{llmtest.Role(), llmtest.Text("hi"), llmtest.Finish("stop")}, Gap: gap}, 1, 2 * gap},
+		{"reasoning", llmtest.Reply{Chunks: []string{llmtest.Role(), llmtest.Reasoning("hmm"), llmtest.Text("hi"), llmtest.Finish("stop")}, Gap: gap}, 1, 2 * gap},
+		{"tool call", llmtest.Reply{Chunks: []string{llmtest.Role(), llmtest.ToolCall(0, "c1", "f", `{}`), llmtest.Finish("tool_calls")}, Gap: gap}, 1, 2 * gap},
+		{"no content", llmtest.Reply{Chunks: []string{llmtest.Role(), llmtest.Finish("stop")}, Gap: gap}, -1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t)
+			srv.Push(tt.reply)
+			res, err := newTestClient(t, srv, nil).Stream(context.Background(), simpleRequest(""), nil)
+			require.NoError(t, err)
+			var rec struct {
+				Chunks [][]jsontext.Value `json:"chunks"`
+				First  *int64             `json:"first"`
+			}
+			require.NoError(t, json.Unmarshal(res.Stream, &rec))
+			tm := TimingOf(res.Stream)
+			require.NotZero(t, tm.Sent)
+			if tt.chunk < 0 {
+				require.Nil(t, rec.First, "no content: no first token")
+				require.Equal(t, int64(-1), tm.First)
+				return
+			}
+			require.NotNil(t, rec.First)
+			at, err := strconv.ParseInt(string(rec.Chunks[tt.chunk][0]), 10, 64)
+			require.NoError(t, err)
+			require.Equal(t, at, *rec.First, "the first content delta's chunk time")
+			require.GreaterOrEqual(t, *rec.First, tt.atLeast.Milliseconds(), "the server held the content back")
+			require.Equal(t, *rec.First, tm.First)
+			again, err := Reassemble(res.Stream)
+			require.NoError(t, err)
+			require.Equal(t, res.Content, again.Content, "the new members do not change the reassembled reply")
+		})
+	}
+}
+
+// TestTimingOf reads old records (no members: unknown) and bad values.
+func TestTimingOf(t *testing.T) {
+	for rec, want := range map[string]Timing{
+		`{"v":1,"enc":2,"chunks":[[0,{}]],"done":1}`:                 {First: -1},
+		`{"v":1,"enc":2,"sent":1767268800000,"chunks":[],"first":0}`: {Sent: 1767268800000, First: 0},
+		`{"v":1,"sent":"x","first":-4}`:                              {First: -1},
+		`not json`:                                                   {First: -1},
+		`{"v":1,"chunks":[[0,{"a":[1,2,{"first":9}]}]],"first":12}`:  {First: 12},
+	} {
+		require.Equal(t, want, TimingOf(jsontext.Value(rec)), rec)
+	}
 }
 
 func TestClientErrors(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -27,14 +28,20 @@ const StreamVersion = 1
 // none means version 1, the records written before the member existed).
 // A streamed reply:
 //
-//	{"v":1,"enc":2,"chunks":[[<ms>,<chunk>],[<ms>,<chunk>,"<event>"],...],"done":<ms>}
+//	{"v":1,"enc":2,"sent":<unix ms>,"chunks":[[<ms>,<chunk>],[<ms>,<chunk>,"<event>"],...],"first":<ms>,"done":<ms>}
 //
 // a refused request:
 //
-//	{"v":1,"enc":2,"status":429,"headers":{"Retry-After":"2"},"body":<JSON or string>,
+//	{"v":1,"enc":2,"sent":<unix ms>,"status":429,"headers":{"Retry-After":"2"},"body":<JSON or string>,
 //	 "error":{"t":<ms>,"code":"RATE_LIMIT","message":"..."}}
 //
-// Times are whole milliseconds since the request was sent. "chunks" holds
+// Times are whole milliseconds since the request was sent, except "sent":
+// the instant the client dispatched the request, in Unix milliseconds
+// (the offline model, which sends nothing, writes none). "first" is the
+// time of the first content delta, the first payload that delivered text,
+// reasoning or a piece of a tool call (its id, name or arguments): the
+// time to first token. It is absent when no content arrived, and in
+// records written before the member existed. "chunks" holds
 // every SSE data payload in arrival order, verbatim when it is valid JSON
 // and as a JSON string otherwise; a third element names the SSE event when
 // the server named it. Comments and keepalives carry nothing and are not
@@ -44,19 +51,22 @@ const StreamVersion = 1
 // Content-Type, X-Request-Id) and "body" (compacted) are present only for a
 // non-2xx response. "error" is present when the attempt failed: it is how
 // the attempt ended, as the client reported it; a broken stream has both
-// "chunks" and "error". Members appear in the order v, api, enc, status,
-// headers, body, chunks, done, error, each only when it has a value. The
+// "chunks" and "error". Members appear in the order v, api, enc, sent,
+// status, headers, body, chunks, first, done, error, each only when it has
+// a value. "sent" and "first" are metadata of the reply: nothing rebuilt
+// from the log (a request body, a reassembled reply) reads them. The
 // API key never appears: it is replaced by "[redacted]" wherever a server
 // echoed it.
 type recorder struct {
 	b      []byte
 	chunks int
+	first  int64 // the first content delta's time, -1 before it
 }
 
 // newRecorder starts the record of an attempt of api whose body encoder
 // version enc wrote.
 func newRecorder(api API, enc int) *recorder {
-	r := &recorder{b: make([]byte, 0, 1024)}
+	r := &recorder{b: make([]byte, 0, 1024), first: -1}
 	r.b = append(r.b, `{"v":1`...)
 	if api != "" && api != APIOpenAI {
 		r.b = append(r.b, `,"api":`...)
@@ -65,6 +75,21 @@ func newRecorder(api API, enc int) *recorder {
 	r.b = append(r.b, `,"enc":`...)
 	r.b = strconv.AppendInt(r.b, int64(enc), 10)
 	return r
+}
+
+// dispatched records the instant the request was sent; it comes before
+// anything the response brings.
+func (r *recorder) dispatched(t time.Time) {
+	r.b = append(r.b, `,"sent":`...)
+	r.b = strconv.AppendInt(r.b, t.UnixMilli(), 10)
+}
+
+// delivered notes the time of a payload, the first content delta when
+// content says the payload delivered some and none came before.
+func (r *recorder) delivered(ms int64, content bool) {
+	if content && r.first < 0 {
+		r.first = ms
+	}
 }
 
 // response records a non-2xx response.
@@ -138,6 +163,10 @@ func (r *recorder) closeChunks() {
 // finish closes the record; done < 0 means no [DONE] was received.
 func (r *recorder) finish(done int64, failure *Error, failMS int64) jsontext.Value {
 	r.closeChunks()
+	if r.first >= 0 {
+		r.b = append(r.b, `,"first":`...)
+		r.b = strconv.AppendInt(r.b, r.first, 10)
+	}
 	if done >= 0 {
 		r.b = append(r.b, `,"done":`...)
 		r.b = strconv.AppendInt(r.b, done, 10)
@@ -173,6 +202,56 @@ type StreamInfo struct {
 	Code string
 	// Message is the recorded error message of a failed attempt.
 	Message string
+}
+
+// Timing is when an attempt was sent and when its reply began, as its
+// stream record says.
+type Timing struct {
+	// Sent is the instant the request was dispatched, in Unix
+	// milliseconds; 0 when the record does not say (the offline model,
+	// records written before the member existed).
+	Sent int64
+	// First is the time to first token: milliseconds from the dispatch to
+	// the first content delta; -1 when unknown (no content arrived, or
+	// the record predates the member).
+	First int64
+}
+
+// TimingOf reads the record's "sent" and "first" members without
+// replaying its chunks; a record it cannot read has an unknown timing.
+func TimingOf(stream jsontext.Value) Timing {
+	t := Timing{First: -1}
+	dec := jsontext.NewDecoder(bytes.NewReader(stream), jsontext.AllowDuplicateNames(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return t
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return Timing{First: -1}
+		}
+		key := tok.String()
+		if key != "sent" && key != "first" {
+			if dec.SkipValue() != nil {
+				return Timing{First: -1}
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return Timing{First: -1}
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 0 {
+			continue
+		}
+		if key == "sent" {
+			t.Sent = n
+		} else {
+			t.First = n
+		}
+	}
+	return t
 }
 
 // Reassemble rebuilds a reply from a stream record: the output blocks,

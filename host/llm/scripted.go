@@ -367,8 +367,10 @@ func (p *player) send(c []byte) error {
 		}
 	}
 	p.tick++
+	before := p.a.deltas
 	kept, isJSON := p.a.feed(c, "")
 	p.rec.chunk(p.ms(), kept, isJSON, "")
+	p.rec.delivered(p.ms(), p.a.deltas > before)
 	return nil
 }
 
