@@ -55,6 +55,8 @@ type requestJSON struct {
 	Failed    bool              `json:"failed,omitzero"`
 	Time      int64             `json:"time,omitzero"`
 	Wall      int64             `json:"wallMs,omitzero"`
+	Sent      int64             `json:"sentMs,omitzero"`
+	First     *int64            `json:"firstTokenMs,omitzero"`
 	Prompt    *promptJSON       `json:"prompt,omitzero"`
 	PromptNew bool              `json:"promptNew,omitzero"`
 	Messages  []messageJSON     `json:"messages,omitzero"`
@@ -98,7 +100,7 @@ func boundedJSON(r *Request, name string) *requestJSON {
 	base := "/api/s/" + url.PathEscape(name) + "/requests/" + strconv.Itoa(r.Index)
 	part := func(p string) string { return base + "/parts/" + p }
 	out := &requestJSON{Index: r.Index, Seq: r.Seq, Count: r.Count, Prev: r.Prev, Tokens: r.Tokens, Usage: r.Usage,
-		Failed: r.Failed, Time: r.Time, Wall: r.Wall, PromptNew: r.PromptNew, Omitted: r.Omitted}
+		Failed: r.Failed, Time: r.Time, Wall: r.Wall, Sent: r.Sent, First: r.First, PromptNew: r.PromptNew, Omitted: r.Omitted}
 	out.Body, out.BodyCut = cut(r.Body, ShowBytes, base+"/body?download=1")
 	out.Pretty, out.PrettyCut = cut(r.Pretty, ShowBytes, part("pretty"))
 	out.Diff, out.DiffCut = cut(r.Diff, ShowBytes, part("diff"))
