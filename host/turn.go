@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -305,10 +304,12 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 		return attemptResult{end: failed(err)}, nil
 	}
 	modified := false
+	snap := newSentRequest(req, sent)
 	cctx, chat := a.tel.startChat(ctx, cfg, a.at)
-	result, serr := a.modelChain(sent, &modified)(cctx, req, a.onDelta)
+	cctx = context.WithValue(cctx, sentBodyKey{}, snap)
+	result, serr := a.modelChain(snap, &modified)(cctx, req, a.onDelta)
 	a.tel.endChat(chat, cfg, result, serr)
-	if after, err := llm.EncodeRequest(req); modified || err != nil || !bytes.Equal(sent, after) {
+	if modified || !snap.unchanged(req) {
 		// The request is immutable: a model, middleware or interceptor that
 		// changed it (or handed the model another one) broke the
 		// reconstruction guarantee, so the step fails loudly.

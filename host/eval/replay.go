@@ -284,14 +284,14 @@ func (m *replayModel) Stream(ctx context.Context, req *llm.Request, on func(llm.
 	d := (*driver)(m)
 	n := len(d.res.Requests) + 1
 	if d.reply >= d.turnEnd {
-		d.measure(req, -1)
+		d.measure(ctx, req, -1)
 		d.res.Requests[n-1].Note = "the recording has no reply for this request (the set's loop made more requests than the recording)"
 		d.note("request %d (turn %d): %s", n, d.turn, d.res.Requests[n-1].Note)
 		return &llm.Result{}, &llm.Error{Code: llm.CodeBadRequest, What: "eval: the recording has no more replies in this turn"}
 	}
 	i := d.reply
 	d.reply++
-	d.measure(req, i)
+	d.measure(ctx, req, i)
 	r := d.rec.Replies[i]
 	for _, msg := range r.Inject {
 		c := *msg
@@ -429,8 +429,9 @@ func (t *timedMeter) Measure(ctx context.Context, h *surface.Header) (*host.Meas
 	return t.m.Measure(ctx, h)
 }
 
-// measure records request n (reply index i, -1 when it has none).
-func (d *driver) measure(req *llm.Request, i int) {
+// measure records request n (reply index i, -1 when it has none); ctx is
+// the model call's, which carries the body the loop encoded.
+func (d *driver) measure(ctx context.Context, req *llm.Request, i int) {
 	n := len(d.res.Requests) + 1
 	st := RequestStat{N: n, Turn: d.turn}
 	if i >= 0 {
@@ -440,7 +441,9 @@ func (d *driver) measure(req *llm.Request, i int) {
 	rt, err := d.render.render(req)
 	var body []byte
 	if err == nil && d.set.Baseline {
-		body, err = llm.EncodeRequest(req)
+		if body = host.RequestBody(ctx); body == nil {
+			body, err = llm.EncodeRequest(req)
+		}
 	}
 	if err != nil {
 		st.Note = fmt.Sprintf("the request does not encode: %v", err)
