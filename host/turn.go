@@ -292,17 +292,20 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 	if err := a.logContext(cfg); err != nil {
 		return attemptResult{}, err
 	}
-	req, err := BuildRequest(l, a.s.id)
+	lr, err := logRequest(l, a.s.id)
 	if err != nil {
 		return attemptResult{}, err
 	}
 	if err := a.s.Flush(); err != nil {
 		return attemptResult{}, err
 	}
-	sent, err := llm.EncodeRequest(req)
+	// Encoded from the log's own messages, which the cache may know from
+	// the previous request; the model is handed a copy.
+	sent, err := a.enc.EncodeRequest(lr)
 	if err != nil {
 		return attemptResult{end: failed(err)}, nil
 	}
+	req := cloneRequest(lr)
 	modified := false
 	snap := newSentRequest(req, sent)
 	cctx, chat := a.tel.startChat(ctx, cfg, a.at)

@@ -133,6 +133,7 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 	// (at its settlement, as host.Requests rebuilds it) and each recorded
 	// summarize call's request are rebuilt from, folded once for the walk.
 	fold := surface.New()
+	var enc llm.EncodeCache
 	for i := range events {
 		ev := events[i]
 		if i > 0 {
@@ -141,11 +142,14 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 			}
 		}
 		if ev.Type == surface.TypeAssistantMessage || ev.Type == surface.TypeAssistantAttempt {
-			req, err := host.BuildRequest(fold, sessionID)
-			if err != nil {
+			h := fold.Header()
+			if h == nil {
+				_, err := host.BuildRequest(fold, sessionID)
 				return nil, fmt.Errorf("eval: the recorded requests do not rebuild: %w", err)
 			}
-			body, err := llm.EncodeRequest(req)
+			// host.BuildRequest's request, holding the fold's own messages
+			// (it is only encoded), which the cache knows from the last one.
+			body, err := enc.EncodeRequest(&llm.Request{Config: h.Config, Messages: fold.Messages(), Tools: h.Tools, SessionID: sessionID})
 			if err != nil {
 				return nil, fmt.Errorf("eval: request at seq %d: %w", ev.Seq, err)
 			}
