@@ -166,6 +166,7 @@ type Agent struct {
 	budget   time.Time  // when the current step's provider budget runs out
 	toolsBy  map[string]Tool
 	schemas  []jsontext.Value
+	enc      llm.EncodeCache // the wire forms of the previous request's messages
 
 	// meterFails are the meter's failures not yet recorded in the log:
 	// they happen while a commit or a compaction is under way, where an

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"errors"
 
@@ -72,14 +71,14 @@ var errRequestModified = errors.New("the request was modified during dispatch; r
 // in the slice outermost. With interceptors, the innermost call checks that
 // the request it is handed is still the one the log implies (sent); one
 // that differs is not dispatched and sets *modified.
-func (a *Agent) modelChain(sent []byte, modified *bool) ModelCall {
+func (a *Agent) modelChain(sent *sentRequest, modified *bool) ModelCall {
 	call := ModelCall(a.cfg.Model.Stream)
 	if len(a.cfg.ModelInterceptors) == 0 {
 		return call
 	}
 	model := call
 	call = func(ctx context.Context, req *llm.Request, on func(llm.Delta)) (*llm.Result, error) {
-		if got, err := llm.EncodeRequest(req); err != nil || !bytes.Equal(sent, got) {
+		if !sent.unchanged(req) {
 			*modified = true
 			return nil, errRequestModified
 		}

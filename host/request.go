@@ -13,15 +13,31 @@ import (
 // config, the messages derived from the surface (system message first when
 // present) and the header's tools. It is a pure function of the log.
 func BuildRequest(l *surface.Log, sessionID string) (*llm.Request, error) {
+	r, err := logRequest(l, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return cloneRequest(r), nil
+}
+
+// logRequest is BuildRequest holding the log's own messages, config and
+// tools: for reading (encoding) only, never for handing out.
+func logRequest(l *surface.Log, sessionID string) (*llm.Request, error) {
 	h := l.Header()
 	if h == nil {
 		return nil, fmt.Errorf("no request/header before seq %d: nothing to build a request from", l.NextSeq())
 	}
-	msgs := l.Messages()
-	for i, m := range msgs {
-		msgs[i] = cloneMessage(m)
+	return &llm.Request{Config: h.Config, Messages: l.Messages(), Tools: h.Tools, SessionID: sessionID}, nil
+}
+
+// cloneRequest copies the messages of a request of logRequest's.
+func cloneRequest(r *llm.Request) *llm.Request {
+	c := *r
+	c.Messages = make([]*surface.Message, len(r.Messages))
+	for i, m := range r.Messages {
+		c.Messages[i] = cloneMessage(m)
 	}
-	return &llm.Request{Config: h.Config, Messages: msgs, Tools: h.Tools, SessionID: sessionID}, nil
+	return &c
 }
 
 // cloneMessage copies a message deeply enough that a consumer changing its

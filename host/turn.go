@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -293,22 +292,27 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 	if err := a.logContext(cfg); err != nil {
 		return attemptResult{}, err
 	}
-	req, err := BuildRequest(l, a.s.id)
+	lr, err := logRequest(l, a.s.id)
 	if err != nil {
 		return attemptResult{}, err
 	}
 	if err := a.s.Flush(); err != nil {
 		return attemptResult{}, err
 	}
-	sent, err := llm.EncodeRequest(req)
+	// Encoded from the log's own messages, which the cache may know from
+	// the previous request; the model is handed a copy.
+	sent, err := a.enc.EncodeRequest(lr)
 	if err != nil {
 		return attemptResult{end: failed(err)}, nil
 	}
+	req := cloneRequest(lr)
 	modified := false
+	snap := newSentRequest(req, sent)
 	cctx, chat := a.tel.startChat(ctx, cfg, a.at)
-	result, serr := a.modelChain(sent, &modified)(cctx, req, a.onDelta)
+	cctx = context.WithValue(cctx, sentBodyKey{}, snap)
+	result, serr := a.modelChain(snap, &modified)(cctx, req, a.onDelta)
 	a.tel.endChat(chat, cfg, result, serr)
-	if after, err := llm.EncodeRequest(req); modified || err != nil || !bytes.Equal(sent, after) {
+	if modified || !snap.unchanged(req) {
 		// The request is immutable: a model, middleware or interceptor that
 		// changed it (or handed the model another one) broke the
 		// reconstruction guarantee, so the step fails loudly.

@@ -51,7 +51,7 @@ func BenchmarkReplay1000Turns(b *testing.B) {
 // the plugins' own time in the replay, and the ratio the issue bounds:
 // (eval − plugin time) / replay.
 //
-//	go test ./host/eval -run '^$' -bench EvalVsReplay5k -benchtime 5x
+//	go test ./host/eval -run '^$' -bench EvalVsReplay5k -benchtime 3x
 func BenchmarkEvalVsReplay5k(b *testing.B) {
 	rt := runtime(b)
 	id, events := generate(b, rt, 620)

@@ -133,23 +133,35 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 	// (at its settlement, as host.Requests rebuilds it) and each recorded
 	// summarize call's request are rebuilt from, folded once for the walk.
 	fold := surface.New()
+	var enc llm.EncodeCache
+	admitted := false // events[i-1] is in the fold already
 	for i := range events {
 		ev := events[i]
-		if i > 0 {
+		if i > 0 && !admitted {
 			if err := fold.Admit(events[i-1]); err != nil {
 				return nil, fmt.Errorf("eval: seq %d: %w", events[i-1].Seq, err)
 			}
 		}
+		admitted = false
 		if ev.Type == surface.TypeAssistantMessage || ev.Type == surface.TypeAssistantAttempt {
-			req, err := host.BuildRequest(fold, sessionID)
-			if err != nil {
+			h := fold.Header()
+			if h == nil {
+				_, err := host.BuildRequest(fold, sessionID)
 				return nil, fmt.Errorf("eval: the recorded requests do not rebuild: %w", err)
 			}
-			body, err := llm.EncodeRequest(req)
+			// host.BuildRequest's request, holding the fold's own messages
+			// (it is only encoded), which the cache knows from the last one.
+			body, err := enc.EncodeRequest(&llm.Request{Config: h.Config, Messages: fold.Messages(), Tools: h.Tools, SessionID: sessionID})
 			if err != nil {
 				return nil, fmt.Errorf("eval: request at seq %d: %w", ev.Seq, err)
 			}
 			rec.Requests = append(rec.Requests, body)
+			// The settlement's message is read from the fold, which
+			// decodes it once for this reply and the requests after it.
+			if err := fold.Admit(ev); err != nil {
+				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+			}
+			admitted = true
 		}
 		switch ev.Type {
 		case surface.TypeTurnStart:
@@ -226,7 +238,8 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 				}
 			}
 		case surface.TypeAssistantMessage, surface.TypeAssistantAttempt:
-			r, err := reply(ev, header, window)
+			m, _ := fold.Message(ev.Seq)
+			r, err := reply(ev, m, header, window)
 			if err != nil {
 				return nil, err
 			}
@@ -305,8 +318,14 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 	return rec, nil
 }
 
-func reply(ev surface.Event, h surface.Header, window int64) (Reply, error) {
-	var d surface.StepMessage
+// reply reads settlement ev; m is its message (nil for an attempt).
+func reply(ev surface.Event, m *surface.Message, h surface.Header, window int64) (Reply, error) {
+	var d struct {
+		Turn   int64          `json:"turn"`
+		Step   int64          `json:"step"`
+		Stream jsontext.Value `json:"stream"`
+		Usage  *surface.Usage `json:"usage"`
+	}
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
 		return Reply{}, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
 	}
@@ -325,7 +344,10 @@ func reply(ev surface.Event, h surface.Header, window int64) (Reply, error) {
 		return r, nil
 	}
 	// The log's message is authoritative; the stream gives the finish.
-	res.Content = slices.Clone(d.Message.Content)
+	if m == nil {
+		return Reply{}, fmt.Errorf("eval: seq %d: the assistant message is not on the surface", ev.Seq)
+	}
+	res.Content = slices.Clone(m.Content)
 	res.Usage = d.Usage
 	res.Stream = d.Stream
 	if res.FinishReason == "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -94,6 +95,10 @@ type driver struct {
 	lastCmp  int // request index of the last counted prune pass
 	plugin   pluginClock
 	visible  []int
+	// units is the UTF-16 length of prev.text when it is valid UTF-8
+	// (unitsOK), for the heuristic counter.
+	units   int
+	unitsOK bool
 }
 
 // Replay replays rec through set and reports what it would have sent. A
@@ -284,14 +289,14 @@ func (m *replayModel) Stream(ctx context.Context, req *llm.Request, on func(llm.
 	d := (*driver)(m)
 	n := len(d.res.Requests) + 1
 	if d.reply >= d.turnEnd {
-		d.measure(req, -1)
+		d.measure(ctx, req, -1)
 		d.res.Requests[n-1].Note = "the recording has no reply for this request (the set's loop made more requests than the recording)"
 		d.note("request %d (turn %d): %s", n, d.turn, d.res.Requests[n-1].Note)
 		return &llm.Result{}, &llm.Error{Code: llm.CodeBadRequest, What: "eval: the recording has no more replies in this turn"}
 	}
 	i := d.reply
 	d.reply++
-	d.measure(req, i)
+	d.measure(ctx, req, i)
 	r := d.rec.Replies[i]
 	for _, msg := range r.Inject {
 		c := *msg
@@ -429,8 +434,9 @@ func (t *timedMeter) Measure(ctx context.Context, h *surface.Header) (*host.Meas
 	return t.m.Measure(ctx, h)
 }
 
-// measure records request n (reply index i, -1 when it has none).
-func (d *driver) measure(req *llm.Request, i int) {
+// measure records request n (reply index i, -1 when it has none); ctx is
+// the model call's, which carries the body the loop encoded.
+func (d *driver) measure(ctx context.Context, req *llm.Request, i int) {
 	n := len(d.res.Requests) + 1
 	st := RequestStat{N: n, Turn: d.turn}
 	if i >= 0 {
@@ -440,7 +446,9 @@ func (d *driver) measure(req *llm.Request, i int) {
 	rt, err := d.render.render(req)
 	var body []byte
 	if err == nil && d.set.Baseline {
-		body, err = llm.EncodeRequest(req)
+		if body = host.RequestBody(ctx); body == nil {
+			body, err = llm.EncodeRequest(req)
+		}
 	}
 	if err != nil {
 		st.Note = fmt.Sprintf("the request does not encode: %v", err)
@@ -451,6 +459,8 @@ func (d *driver) measure(req *llm.Request, i int) {
 		st.InputTokens = int64(len(ids))
 		st.CachedTokens = int64(commonPrefix(d.prevIDs, ids))
 		d.prevIDs = ids
+	} else if d.counter == tokenizer.Heuristic {
+		st.InputTokens, st.CachedTokens = d.heuristic(rt.text)
 	} else {
 		st.InputTokens = int64(d.counter.Count(rt.text))
 		if d.prev.ok {
@@ -512,6 +522,29 @@ func (d *driver) outputTokens(r Reply) int64 {
 	return int64(d.counter.Count(b.String()))
 }
 
+// heuristic counts text with tokenizer.Heuristic, ceil(UTF-16 length / 4),
+// and its prefix shared with the previous request's text, as
+// Heuristic.Count of each would. Of valid UTF-8 split where a character
+// starts, the UTF-16 length is the sum of the parts', so the shared prefix's
+// is the previous text's less that of its own rest, and only the two rests
+// are read; otherwise both are counted whole.
+func (d *driver) heuristic(text string) (input, cached int64) {
+	quarter := func(units int) int64 { return int64((units + 3) / 4) }
+	if !d.prev.ok {
+		d.units, d.unitsOK = tokenizer.UTF16Len(text), utf8.ValidString(text)
+		return quarter(d.units), 0
+	}
+	p := commonStringPrefix(d.prev.text, text)
+	// A valid rest starts a character, and so does the prefix's end.
+	if d.unitsOK && utf8.ValidString(d.prev.text[p:]) && utf8.ValidString(text[p:]) {
+		shared := d.units - tokenizer.UTF16Len(d.prev.text[p:])
+		d.units = shared + tokenizer.UTF16Len(text[p:])
+		return quarter(d.units), quarter(shared)
+	}
+	d.units, d.unitsOK = tokenizer.UTF16Len(text), utf8.ValidString(text)
+	return quarter(d.units), int64(tokenizer.HeuristicCount(text[:p]))
+}
+
 func commonPrefix[T comparable](a, b []T) int {
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
@@ -525,6 +558,9 @@ func commonPrefix[T comparable](a, b []T) int {
 func commonStringPrefix(a, b string) int {
 	n := min(len(a), len(b))
 	i := 0
+	for i+256 <= n && a[i:i+256] == b[i:i+256] {
+		i += 256
+	}
 	for i < n && a[i] == b[i] {
 		i++
 	}

@@ -60,11 +60,14 @@ const ProviderDeepSeek = "deepseek"
 // A user-role message holding only tool results does not end a span (it
 // becomes role "tool" messages on the wire). Other providers never receive
 // reasoning.
-func EncodeRequest(req *Request) ([]byte, error) {
+func EncodeRequest(req *Request) ([]byte, error) { return encodeRequest(req, nil) }
+
+func encodeRequest(req *Request, ec *EncodeCache) ([]byte, error) {
 	v, err := encodable(req)
 	if err != nil {
 		return nil, err
 	}
+	ec.start(v)
 	w := &writer{b: make([]byte, 0, 256+estimateSize(req))}
 	w.raw(`{"model":`)
 	w.str(req.Config.Model)
@@ -76,9 +79,16 @@ func EncodeRequest(req *Request) ([]byte, error) {
 			return nil, fmt.Errorf("llm: encode: message %d is nil", i)
 		}
 		keep := spans != nil && spans[i]
+		if ec.copy(w, m, &n, keep) {
+			continue
+		}
+		at, clean, before := len(w.b), w.err == nil, n
 		var err error
 		if n, err = w.message(m, n, keep); err != nil {
 			return nil, fmt.Errorf("llm: encode: message %d (id %q): %w", i, m.ID, err)
+		}
+		if clean && w.err == nil {
+			ec.keep(m, keep, before, n, w.b[at:])
 		}
 	}
 	if n == 0 {
@@ -91,12 +101,20 @@ func EncodeRequest(req *Request) ([]byte, error) {
 			if i > 0 {
 				w.raw(`,`)
 			}
+			if ec.copyTool(w, t) {
+				continue
+			}
+			at := len(w.b)
 			if err := w.tool(t); err != nil {
 				return nil, fmt.Errorf("llm: encode: tool %d: %w", i, err)
+			}
+			if w.err == nil {
+				ec.keepTool(t, w.b[at:])
 			}
 		}
 		w.raw(`]`)
 	}
+	ec.finish()
 	c := &req.Config
 	if c.MaxTokens != nil {
 		w.raw(`,"max_tokens":`)

@@ -26,43 +26,43 @@ import "github.com/weirhost/weir/surface"
 // a block is replaced by a copy.
 func paired(msgs []*surface.Message) []*surface.Message {
 	var out []*surface.Message
-	calls := map[string]bool{} // ids of the sent calls of the last assistant message
+	calls := map[string]bool{}   // ids of the sent calls of the last assistant message
+	results := map[string]bool{} // ids of the results after the current assistant message
 	for i, m := range msgs {
 		if m == nil {
 			continue
 		}
 		switch m.Role {
 		case surface.RoleAssistant:
-			results := resultsAfter(msgs, i)
 			clear(calls)
-			keep := m.Content[:0:0]
+			if !hasBlock(m.Content, surface.BlockToolCall) {
+				continue
+			}
+			resultsAfter(results, msgs, i)
+			// A call without an id is kept for the encoder to refuse.
+			unanswered := func(b *surface.Block) bool {
+				return b.Type == surface.BlockToolCall && b.ID != "" && !results[b.ID]
+			}
 			dropped := false
-			for _, b := range m.Content {
-				if b.Type == surface.BlockToolCall {
-					// A call without an id is kept for the encoder to refuse.
-					if b.ID != "" && !results[b.ID] {
-						dropped = true
-						continue
-					}
+			for j := range m.Content {
+				b := &m.Content[j]
+				switch {
+				case unanswered(b):
+					dropped = true
+				case b.Type == surface.BlockToolCall:
 					calls[b.ID] = true
 				}
-				keep = append(keep, b)
 			}
 			if dropped {
-				out = replace(out, msgs, i, m, keep)
+				out = replace(out, msgs, i, m, without(m.Content, unanswered))
 			}
 		case surface.RoleUser:
-			keep := m.Content[:0:0]
-			dropped := false
-			for _, b := range m.Content {
-				if b.Type == surface.BlockToolResult && !calls[b.ToolCallID] {
-					dropped = true
-					continue
+			unasked := func(b *surface.Block) bool { return b.Type == surface.BlockToolResult && !calls[b.ToolCallID] }
+			for j := range m.Content {
+				if unasked(&m.Content[j]) {
+					out = replace(out, msgs, i, m, without(m.Content, unasked))
+					break
 				}
-				keep = append(keep, b)
-			}
-			if dropped {
-				out = replace(out, msgs, i, m, keep)
 			}
 		}
 	}
@@ -72,10 +72,30 @@ func paired(msgs []*surface.Message) []*surface.Message {
 	return out
 }
 
-// resultsAfter returns the ids of the tool results between assistant
+func hasBlock(content []surface.Block, typ string) bool {
+	for i := range content {
+		if content[i].Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// without returns a copy of content without the blocks drop reports.
+func without(content []surface.Block, drop func(*surface.Block) bool) []surface.Block {
+	keep := content[:0:0]
+	for j := range content {
+		if !drop(&content[j]) {
+			keep = append(keep, content[j])
+		}
+	}
+	return keep
+}
+
+// resultsAfter sets ids to the ids of the tool results between assistant
 // message i and the next assistant message.
-func resultsAfter(msgs []*surface.Message, i int) map[string]bool {
-	ids := map[string]bool{}
+func resultsAfter(ids map[string]bool, msgs []*surface.Message, i int) {
+	clear(ids)
 	for _, m := range msgs[i+1:] {
 		if m == nil {
 			continue
@@ -89,7 +109,6 @@ func resultsAfter(msgs []*surface.Message, i int) map[string]bool {
 			}
 		}
 	}
-	return ids
 }
 
 // replace sets out[i] to a copy of m holding content, copying msgs into

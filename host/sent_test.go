@@ -1,0 +1,118 @@
+package host
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/host/llm"
+	"github.com/weirhost/weir/surface"
+)
+
+// sentRequest.same compares every field EncodeRequest can read: a field
+// added to one of these types must be added to same, or a change to it
+// would pass the immutability check unseen.
+func TestSentRequestComparesEveryField(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want int
+	}{
+		{llm.Request{}, 6}, {surface.CallConfig{}, 6}, {surface.Message{}, 5},
+		{surface.Source{}, 6}, {surface.Block{}, 9},
+	} {
+		typ := reflect.TypeOf(c.v)
+		require.Equal(t, c.want, typ.NumField(), "%s has a field sentRequest.same does not compare", typ)
+	}
+}
+
+func sentFixture() *llm.Request {
+	temp, maxTok := 0.5, int64(100)
+	return &llm.Request{
+		Config: surface.CallConfig{Provider: "deepseek", Model: "m", Temperature: &temp, MaxTokens: &maxTok, Stop: []string{"x"}},
+		Messages: []*surface.Message{
+			{ID: "s", Role: surface.RoleSystem, Source: surface.Source{Kind: "plugin", Plugin: "p"}, Content: []surface.Block{surface.Text("sys")}},
+			{ID: "u", Role: surface.RoleUser, Source: surface.Source{Kind: "user", Unknown: jsontext.Value(`{"x":1}`)}, Content: []surface.Block{surface.Text("hi")}},
+			{ID: "a", Role: surface.RoleAssistant, Source: surface.Source{Kind: "model"}, Content: []surface.Block{
+				{Type: surface.BlockReasoning, Text: "think"}, surface.ToolCall("c1", "f", `{}`)}},
+			{ID: "t", Role: surface.RoleUser, Source: surface.Source{Kind: "tool", CallID: "c1"}, Unknown: jsontext.Value(`{"y":2}`),
+				Content: []surface.Block{surface.ToolResult("c1", false, surface.Text("out"))}},
+		},
+		Tools:     []jsontext.Value{jsontext.Value(`{"name":"f","parameters":{}}`)},
+		SessionID: "s1",
+	}
+}
+
+// Every change a model can make to its request is seen: those that change
+// the body fail the check, and a change that leaves the body as it was
+// passes it, as the comparison of encoded bodies always did.
+func TestSentRequestUnchanged(t *testing.T) {
+	cases := []struct {
+		name    string
+		change  func(r *llm.Request)
+		changes bool // the body changes
+	}{
+		{"nothing", func(*llm.Request) {}, false},
+		{"equal text from other memory", func(r *llm.Request) { r.Messages[1].Content[0].Text = strings.Clone("hi") }, false},
+		{"model", func(r *llm.Request) { r.Config.Model = "other" }, true},
+		{"temperature in place", func(r *llm.Request) { *r.Config.Temperature = 0.9 }, true},
+		{"max tokens in place", func(r *llm.Request) { *r.Config.MaxTokens = 7 }, true},
+		{"stop in place", func(r *llm.Request) { r.Config.Stop[0] = "y" }, true},
+		{"text", func(r *llm.Request) { r.Messages[1].Content[0].Text = "ho" }, true},
+		{"reasoning", func(r *llm.Request) { r.Messages[2].Content[0].Text = "other" }, true},
+		{"arguments", func(r *llm.Request) { r.Messages[2].Content[1].Arguments = `{"a":1}` }, true},
+		{"nested result", func(r *llm.Request) { r.Messages[3].Content[0].Content[0].Text = "changed" }, true},
+		{"a message dropped", func(r *llm.Request) { r.Messages = r.Messages[1:] }, true},
+		{"a message swapped", func(r *llm.Request) {
+			r.Messages[1] = &surface.Message{ID: "u", Role: surface.RoleUser, Content: []surface.Block{surface.Text("x")}}
+		}, true},
+		{"tool bytes in place", func(r *llm.Request) { copy(r.Tools[0][9:], "g") }, true},
+		{"tools dropped", func(r *llm.Request) { r.Tools = nil }, true},
+		{"session id", func(r *llm.Request) { r.SessionID = "other" }, false},
+		{"source unknown in place (not sent)", func(r *llm.Request) { copy(r.Messages[1].Source.Unknown[2:], "z") }, false},
+		{"encoder (the same body here)", func(r *llm.Request) { r.Encoder = 1 }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := sentFixture()
+			body, err := llm.EncodeRequest(req)
+			require.NoError(t, err)
+			snap := newSentRequest(req, body)
+			tc.change(req)
+			after, err := llm.EncodeRequest(req)
+			require.NoError(t, err)
+			require.Equal(t, tc.changes, string(after) != string(body), "the fixture's change")
+			require.Equal(t, !tc.changes, snap.unchanged(req))
+			if tc.name != "nothing" && tc.name != "equal text from other memory" {
+				require.False(t, snap.same(req), "the change is seen without encoding")
+			} else {
+				require.True(t, snap.same(req))
+			}
+		})
+	}
+}
+
+// The model is handed the body the loop encoded (RequestBody), a copy of
+// it, and it is the body rebuilt from the log.
+func TestRequestBodyIsTheSentBody(t *testing.T) {
+	var got [][]byte
+	h := newHarness(t, "sys", func(c *Config) {
+		c.ModelInterceptors = []ModelInterceptor{func(ctx context.Context, req *llm.Request, on func(llm.Delta), next ModelCall) (*llm.Result, error) {
+			b := RequestBody(ctx)
+			got = append(got, b)
+			b[0] = 'X' // a copy: the check below still passes
+			return next(ctx, req, on)
+		}}
+	})
+	h.turn("one")
+	h.turn("two")
+	require.Len(t, got, 2)
+	for i, b := range got {
+		b[0] = '{'
+		require.Equal(t, string(h.model.bodies[i]), string(b), "request %d", i)
+	}
+	h.checkReconstruction()
+	require.Nil(t, RequestBody(context.Background()))
+}
