@@ -141,7 +141,7 @@ func (l *Log) AppendBatch(ps []Proposal) ([]Event, error) {
 // would be after the batch; first is the seq of the batch's first event),
 // and only when check returns nil is the batch committed. An error of
 // check leaves the log unchanged and is returned as is. check must not
-// append to the copy.
+// append to the copy, nor keep it or what it returned after check returns.
 func (l *Log) AppendBatchChecked(ps []Proposal, check func(planned *Log, first int64) error) ([]Event, error) {
 	return l.appendBatch(ps, check)
 }
@@ -172,11 +172,13 @@ func (l *Log) appendBatch(ps []Proposal, check func(*Log, int64) error) ([]Event
 			return nil, err
 		}
 	} else {
-		// Plan the batch on a scratch copy, then swap it in.
+		// Plan the batch on a scratch copy, then swap it in. The copy
+		// shares the event and payload arrays: it appends only past the
+		// log's length, which nothing of the log reads (Events caps what
+		// it hands out), so a refused batch leaves the log as it was
+		// without copying the whole history for every batch.
 		scratch := *l
 		scratch.fold.nodes = slices.Clone(l.fold.nodes)
-		scratch.events = l.events[:len(l.events):len(l.events)]
-		scratch.pay = l.pay[:len(l.pay):len(l.pay)]
 		for _, e := range evs {
 			if err := scratch.admitOne(e, true); err != nil {
 				return nil, err
