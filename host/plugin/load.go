@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/weirhost/weir/host/plugin/internal/wasmparse"
 	"github.com/weirhost/weir/sdk/abi"
@@ -76,7 +77,8 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	if problems := r.check(mod); len(problems) > 0 {
 		return nil, invalid(strings.Join(problems, "; "), nil)
 	}
-	sum := sha256.Sum256(wasm)
+	sum := r.moduleSum(wasm)
+	defer r.releaseSum(wasm)
 	p.sum = sum
 	record := r.checkedPath(sum)
 	checked := isChecked(record) // passed before under these limits and rules: see checked.go
@@ -205,6 +207,56 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, opts ...Op
 	}
 	p.log.Debug("loaded", "kinds", kindNames(desc.Kinds), "version", desc.Version, "sdk", desc.Sdk)
 	return p, nil
+}
+
+// moduleSum returns the SHA-256 of wasm. Loads that overlap in time and
+// are handed the same slice (the first-party module under its three
+// names, loaded in parallel) hash it once: the caller may not change the
+// bytes while a load of them runs, so what the first of them hashed is
+// what the others read. A load that starts after all of them ended hashes
+// again. Each call is paired with a releaseSum.
+func (r *Runtime) moduleSum(wasm []byte) [32]byte {
+	k := sumKey{unsafe.SliceData(wasm), len(wasm)}
+	r.mu.Lock()
+	e, ok := r.sums[k]
+	if !ok {
+		e = &sumEntry{done: make(chan struct{})}
+		r.sums[k] = e
+	}
+	e.users++
+	r.mu.Unlock()
+	if ok {
+		<-e.done
+		return e.sum
+	}
+	e.sum = sha256.Sum256(wasm)
+	close(e.done)
+	return e.sum
+}
+
+// releaseSum ends a moduleSum of wasm.
+func (r *Runtime) releaseSum(wasm []byte) {
+	k := sumKey{unsafe.SliceData(wasm), len(wasm)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.sums[k]; e != nil {
+		if e.users--; e.users == 0 {
+			delete(r.sums, k)
+		}
+	}
+}
+
+// sumKey names a module slice by its address and length (see moduleSum).
+type sumKey struct {
+	data *byte
+	n    int
+}
+
+// sumEntry is the hash of a module slice while loads of it overlap.
+type sumEntry struct {
+	done  chan struct{}
+	sum   [32]byte
+	users int
 }
 
 // compileDelay is how long after its load the compilation of a plugin

@@ -29,6 +29,7 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	compiled map[[32]byte]*compileEntry
+	sums     map[sumKey]*sumEntry // the hashes of module slices being loaded (moduleSum)
 	plugins  map[*Plugin]struct{}
 	closed   bool
 
@@ -124,6 +125,7 @@ func NewRuntime(ctx context.Context, opts ...RuntimeOption) (*Runtime, error) {
 		cfg:      cfg,
 		log:      cfg.logger.Named("plugin"),
 		compiled: map[[32]byte]*compileEntry{},
+		sums:     map[sumKey]*sumEntry{},
 		plugins:  map[*Plugin]struct{}{},
 
 		compileSlot: make(chan struct{}, 1),

@@ -432,41 +432,84 @@ func BenchmarkResume(b *testing.B) {
 }
 
 // BenchmarkThroughput runs whole turns (one step each: a user message and
-// a model that answers at once) through host.Agent on a session of 100
-// surface nodes with the three providers, and reports steps per second.
-// The surface grows by two nodes per turn. Run with
+// a model that answers at once) through host.Agent on a session of 100 or
+// 1,000 surface nodes, with the three WASM providers and with the native
+// ones, and reports steps per second. Every timed turn runs on a surface of
+// exactly that size whatever -benchtime is: before it, untimed, the session
+// (of nodes-2*throughputWarmup nodes) is restored afresh from its events,
+// given new providers and an agent, and runs throughputWarmup turns: the
+// first turn of a resumed session (the meter folds the log) and the few
+// after it that the meter still sends from its blob. The timed turn is the
+// steady state that follows. Each iteration does this for both variants,
+// in rotating order, so that both see the same machine load. It reports
+// steps/s of each variant (native: prefixed) and wasm/native, the ratio of
+// their times per turn. Run with
 //
-//	go test -run XXX -bench BenchmarkThroughput -benchtime 300x ./host/provider
+//	go test -run XXX -bench BenchmarkThroughput -benchtime 100x ./host/provider
 func BenchmarkThroughput(b *testing.B) {
-	events := history(b, 100, 1_000)
-	for _, v := range stepSets {
-		b.Run(v.name, func(b *testing.B) {
-			g := restoreGen(b, events)
-			p := v.set(b, g.s)
-			a, err := host.NewAgent(g.s, host.Config{Route: bigRoute, Model: idleModel{}, Prompt: p.prompt, Meter: p.meter,
-				Compactors: []host.CompactionProvider{p.comp},
-				Sections:   []host.Section{{Key: "role", Text: "You are a benchmark."}}})
-			require.NoError(b, err)
-			turn := func(i int) {
-				res, err := a.Run(context.Background(), a.UserMessage("turn "+strconv.Itoa(i)))
-				if err != nil || res.Reason.Kind != surface.EndCompleted {
-					b.Fatalf("turn %d: %v %v", i, res, err)
+	sizes := [][2]int{{100, 1_000}, {1_000, 3_000}}
+	for _, sz := range sizes {
+		history(b, sz[0]-2*throughputWarmup, sz[1])
+	}
+	for _, sz := range sizes {
+		events := history(b, sz[0]-2*throughputWarmup, sz[1])
+		b.Run(fmt.Sprintf("nodes=%d", sz[0]), func(b *testing.B) {
+			took := make([]time.Duration, len(stepSets))
+			for i := 0; b.Loop(); i++ {
+				for k := range stepSets {
+					j := (i + k) % len(stepSets)
+					b.StopTimer()
+					g, turn := throughputSession(b, events, stepSets[j].set)
+					for t := range throughputWarmup {
+						turn(t)
+					}
+					require.Equal(b, sz[0], g.s.Log().NodeCount())
+					b.StartTimer()
+					start := time.Now()
+					turn(throughputWarmup)
+					took[j] += time.Since(start)
+					b.StopTimer()
+					for _, e := range g.s.Log().Events() {
+						if e.Type == surface.TypePluginFailure {
+							b.Fatalf("%s: plugin failure: %s", stepSets[j].name, e.Data)
+						}
+					}
+					b.StartTimer()
 				}
 			}
-			turn(-1)
-			b.ResetTimer()
-			start := time.Now()
-			for i := range b.N {
-				turn(i)
-			}
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "steps/s")
 			b.StopTimer()
-			for _, e := range g.s.Log().Events() {
-				if e.Type == surface.TypePluginFailure {
-					b.Fatalf("plugin failure: %s", e.Data)
+			per := make([]float64, len(stepSets))
+			for j, v := range stepSets {
+				per[j] = took[j].Seconds() / float64(b.N)
+				prefix := ""
+				if j > 0 {
+					prefix = v.name + ":"
 				}
+				b.ReportMetric(1/per[j], prefix+"steps/s")
 			}
+			b.ReportMetric(per[0]/per[1], stepSets[0].name+"/"+stepSets[1].name)
 		})
+	}
+}
+
+// throughputWarmup is how many turns of a restored session
+// BenchmarkThroughput runs before the timed one.
+const throughputWarmup = 4
+
+// throughputSession restores a session from events with the providers of
+// set and an agent, and returns it with a function that runs turn i.
+func throughputSession(tb testing.TB, events []surface.Event, set providerSet) (*gen, func(i int)) {
+	g := restoreGen(tb, events)
+	p := set(tb, g.s)
+	a, err := host.NewAgent(g.s, host.Config{Route: bigRoute, Model: idleModel{}, Prompt: p.prompt, Meter: p.meter,
+		Compactors: []host.CompactionProvider{p.comp},
+		Sections:   []host.Section{{Key: "role", Text: "You are a benchmark."}}})
+	require.NoError(tb, err)
+	return g, func(i int) {
+		res, err := a.Run(context.Background(), a.UserMessage("turn "+strconv.Itoa(i)))
+		if err != nil || res.Reason.Kind != surface.EndCompleted {
+			tb.Fatalf("turn %d: %v %v", i, res, err)
+		}
 	}
 }
 
