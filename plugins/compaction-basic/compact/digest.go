@@ -8,7 +8,7 @@ import (
 // sha256Sum is SHA-256 (FIPS 180-4) of b. The compaction ids need a
 // stable hash, not a cryptographic service: crypto/sha256 would link the
 // standard library's FIPS 140 module into the guest (its self-test,
-// random source, AES and GCM, about 100 KB of code and an init at every
+// random source, AES and GCM, about 90 KB of code and an init at every
 // instance start), which this one function replaces. digest_test.go holds
 // it to crypto/sha256.
 func sha256Sum(b []byte) [32]byte {
