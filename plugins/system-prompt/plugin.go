@@ -13,7 +13,8 @@
 //
 // # Configuration
 //
-// The configuration is a JSON object; unknown keys fail the load:
+// The configuration is a JSON object; keys match exactly, and an unknown or
+// repeated key fails the load:
 //
 //	{
 //	  "perModel": {
@@ -41,7 +42,6 @@ package systemprompt
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,32 +49,33 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/sdk"
 )
 
 // config is the plugin configuration; see the package comment.
 type config struct {
-	PerModel map[string][]section `json:"perModel"`
-	Data     []string             `json:"data"`
+	PerModel map[string][]section // "perModel"
+	Data     []string             // "data"
 }
 
 type section struct {
-	Key  string `json:"key"`
-	Text string `json:"text"`
+	Key  string // "key"
+	Text string // "text"
 }
 
-// parseConfig reads and checks the configuration. Empty means defaults.
+// parseConfig reads and checks the configuration. Empty or null means
+// defaults. Keys are matched exactly; a key given twice fails.
 func parseConfig(raw []byte) (config, error) {
 	var c config
-	if len(strings.TrimSpace(string(raw))) == 0 {
+	if len(bytes.TrimSpace(raw)) == 0 {
 		return c, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if err := readConfig(dec, &c); err != nil {
 		return c, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return c, errors.New("data after the configuration object")
 	}
 	for _, route := range slices.Sorted(maps.Keys(c.PerModel)) { // sorted: the same error every time

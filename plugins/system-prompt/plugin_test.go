@@ -127,12 +127,37 @@ func TestConfigErrorsFailTheLoad(t *testing.T) {
 		`{"perModel": {"m": [{"text": "x"}]}}`:              `perModel["m"][0]: key is empty`,
 		`{"perModel": {"m": [{"key": "a"}, {"key": "a"}]}}`: `perModel["m"][1]: section "a" is listed twice`,
 		`{"data": ["date", "date"]}`:                        `data[1]: key "date" is listed twice`,
-		`{"data": "date"}`:                                  `cannot unmarshal string into Go struct field config.data of type []string`,
+		`{"data": "date"}`:                                  `data must be a JSON array, not a string`,
+		`{"data": [1]}`:                                     `data[0] must be a string, not a number`,
+		`{"perModel": {"m": [{"key": true}]}}`:              `perModel["m"][0].key must be a string, not a boolean`,
+		`{"perModel": {"m": {}}}`:                           `perModel["m"] must be a JSON array, not an object`,
+		`{"perModel": {"m": [], "m": []}}`:                  `duplicate object member name "m" within "/perModel"`,
+		`{"PerModel": {}}`:                                  `unknown field "PerModel"`,
+		`["data"]`:                                          `the configuration must be a JSON object, not an array`,
+		`{"data": [}`:                                       `invalid character '}' at start of value within "/data/0"`,
 		`{"data": []} {}`:                                   `data after the configuration object`,
 	}
 	for cfg, want := range cases {
 		_, err := plugintest.Runtime(t).Load(context.Background(), "system-prompt", wasm, plugin.WithConfig([]byte(cfg)))
 		require.ErrorContains(t, err, want, cfg)
 		require.ErrorContains(t, err, "configure: system-prompt config: ", cfg)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	cases := map[string]config{
+		``:       {},
+		` null `: {},
+		`{"perModel": null, "data": null}`: {},
+		`{"perModel": {"m": null, "p/m": [{"key": "k", "text": null}, {"text": "t", "key": "j"}]}, "data": ["date"]}`: {
+			PerModel: map[string][]section{"m": {}, "p/m": {{Key: "k"}, {Key: "j", Text: "t"}}},
+			Data:     []string{"date"},
+		},
+		"{\"data\": [\"w\\u00e9\\ud83d\\ude00\"]}": {Data: []string{"wé😀"}},
+	}
+	for raw, want := range cases {
+		got, err := parseConfig([]byte(raw))
+		require.NoError(t, err, raw)
+		require.Equal(t, want, got, raw)
 	}
 }

@@ -7,6 +7,11 @@
 //	GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOFLAGS= GOWORK=off \
 //	  go build -buildmode=c-shared -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o out .
 //
+// followed by CompactData, which joins the data segments the Go linker
+// writes (tens of thousands of them) where only a few zero bytes lie
+// between them: the same initial memory in a few dozen segments, which
+// the host decodes and copies at every instance start.
+//
 // Cache keeps built modules under a directory, keyed by a hash of
 // everything that determines the output: the Go version, the flags, and the
 // path and bytes of every source file of the package and of its non-standard
@@ -98,7 +103,15 @@ func Build(ctx context.Context, dir, out string) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("build %s: %w\n%s", dir, err, strings.TrimSpace(stderr.String()))
 	}
-	return nil
+	wasm, err := os.ReadFile(absOut)
+	if err != nil {
+		return err
+	}
+	compact, err := CompactData(wasm)
+	if err != nil {
+		return fmt.Errorf("build %s: %w", dir, err)
+	}
+	return os.WriteFile(absOut, compact, 0o644)
 }
 
 // DefaultCacheDir is $WEIR_WASMBUILD_CACHE, else os.UserCacheDir()/weir/wasmbuild,
@@ -233,7 +246,7 @@ func Keys(ctx context.Context, dirs ...string) ([]string, error) {
 			return nil, fmt.Errorf("wasmbuild: %s is package %s, want a main package", dir, target.Name)
 		}
 		h := sha256.New()
-		fmt.Fprintf(h, "weir-wasmbuild v1\n%s\n%s\n%v\n", strings.TrimSpace(version), strings.Join(Flags, " "), pinned)
+		fmt.Fprintf(h, "weir-wasmbuild v2\n%s\n%s\n%v\n", strings.TrimSpace(version), strings.Join(Flags, " "), pinned)
 		pkgs := append([]string{target.ImportPath}, target.Deps...)
 		sort.Strings(pkgs)
 		for _, path := range pkgs {

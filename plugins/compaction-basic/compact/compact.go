@@ -2,7 +2,6 @@ package compact
 
 import (
 	"cmp"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -658,7 +657,7 @@ type (
 // CompactionID derives the id of the bracket whose compaction/start gets
 // seq startSeq: deterministic, so a replay decides the same ids.
 func CompactionID(sessionID string, startSeq int64) string {
-	h := sha256.Sum256([]byte(sessionID + "\x00" + strconv.FormatInt(startSeq, 10)))
+	h := sha256Sum([]byte(sessionID + "\x00" + strconv.FormatInt(startSeq, 10)))
 	return "cmp-" + hex.EncodeToString(h[:8])
 }
 

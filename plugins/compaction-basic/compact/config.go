@@ -2,12 +2,13 @@ package compact
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Policy is the compaction policy of one target model: the configuration
@@ -128,7 +129,7 @@ const (
 // member is one key/value of a JSON object, in document order.
 type member struct {
 	key   string
-	value json.RawMessage
+	value jsontext.Value // valid JSON, no surrounding space
 }
 
 // ParseConfig parses the plugin configuration (a JSON object; empty input
@@ -144,14 +145,17 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compaction config: %w", err)
 	}
-	var policies json.RawMessage
+	var policies jsontext.Value
 	top := ms[:0:0]
 	for _, m := range ms {
 		switch m.key {
 		case keyModelPolicies:
 			policies = m.value
 		case keyAuto:
-			if err := json.Unmarshal(m.value, &cfg.Auto); err != nil || !isKind(m.value, 't', 'f') {
+			switch string(m.value) {
+			case "true", "false":
+				cfg.Auto = string(m.value) == "true"
+			default:
 				return nil, keyErr("", m.key, "must be true or false")
 			}
 		case keyMaxPerWindow:
@@ -181,12 +185,12 @@ func ParseConfig(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-func parsePolicies(cfg *Config, raw json.RawMessage) error {
+func parsePolicies(cfg *Config, raw jsontext.Value) error {
 	if !isKind(raw, '[') {
 		return keyErr("", keyModelPolicies, "must be an array of {provider, model, ...overrides}")
 	}
-	var entries []json.RawMessage
-	if err := json.Unmarshal(raw, &entries); err != nil {
+	entries, err := arrayElements(raw)
+	if err != nil {
 		return keyErr("", keyModelPolicies, err.Error())
 	}
 	for i, e := range entries {
@@ -203,8 +207,8 @@ func parsePolicies(cfg *Config, raw json.RawMessage) error {
 		for _, m := range ms {
 			switch m.key {
 			case keyProvider, keyModel:
-				var s string
-				if err := json.Unmarshal(m.value, &s); err != nil || !isKind(m.value, '"') || s == "" {
+				s, err := unquote(m.value)
+				if err != nil || s == "" {
 					return keyErr(where, m.key, "must be a non-empty string")
 				}
 				if m.key == keyProvider {
@@ -307,24 +311,25 @@ func keyErr(where, key, msg string) error {
 // objectMembers splits a JSON object into its members in document order,
 // rejecting duplicate keys and trailing data.
 func objectMembers(data []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
+	// Duplicates are allowed here so that the check below names the key
+	// in this package's words.
+	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))
+	tok, err := dec.ReadToken()
 	if err != nil {
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	if tok.Kind() != '{' {
 		return nil, errors.New("must be a JSON object")
 	}
 	var ms []member
-	for dec.More() {
-		tok, err := dec.Token()
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return nil, fmt.Errorf("not valid JSON: %w", err)
 		}
-		key := tok.(string) // object keys are always strings
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
+		key := tok.String() // object keys are always strings
+		v, err := dec.ReadValue()
+		if err != nil {
 			return nil, fmt.Errorf("key %q: not valid JSON: %w", key, err)
 		}
 		for _, m := range ms {
@@ -332,15 +337,41 @@ func objectMembers(data []byte) ([]member, error) {
 				return nil, fmt.Errorf("key %q appears twice", key)
 			}
 		}
-		ms = append(ms, member{key: key, value: v})
+		ms = append(ms, member{key: key, value: bytes.Clone(v)}) // v is the decoder's buffer
 	}
-	if _, err := dec.Token(); err != nil {
+	if _, err := dec.ReadToken(); err != nil {
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return nil, errors.New("trailing data after the JSON object")
 	}
 	return ms, nil
+}
+
+// arrayElements splits a JSON array (valid JSON) into its elements.
+func arrayElements(data jsontext.Value) ([]jsontext.Value, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
+		return nil, errors.New("must be a JSON array")
+	}
+	var out []jsontext.Value
+	for dec.PeekKind() != ']' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, fmt.Errorf("not valid JSON: %w", err)
+		}
+		out = append(out, bytes.Clone(v))
+	}
+	return out, nil
+}
+
+// unquote returns the string a JSON string value holds.
+func unquote(v jsontext.Value) (string, error) {
+	if v.Kind() != '"' {
+		return "", errors.New("not a string")
+	}
+	b, err := jsontext.AppendUnquote(nil, v)
+	return string(b), err
 }
 
 func isKind(v []byte, kinds ...byte) bool {
@@ -392,8 +423,8 @@ func intValue(where string, m member, min int64) (int64, error) {
 }
 
 func stringValue(where string, m member) (string, error) {
-	var s string
-	if !isKind(m.value, '"') || json.Unmarshal(m.value, &s) != nil {
+	s, err := unquote(m.value)
+	if err != nil {
 		return "", keyErr(where, m.key, "must be a string")
 	}
 	return s, nil
