@@ -23,7 +23,8 @@ import (
 // held where it is: docs/embedding.md's span tree
 // (host.TestSpanTreeAsDocumented), docs/authors.md's event examples
 // (examples/pruner's TestAuthorsDocEventExamples), docs/stores.md's SQL
-// schema (host/store/sqlite's TestSchemaAsDocumented).
+// schema (TestSchemaAsDocumented of host/store/sqlite and
+// host/store/postgres).
 
 // readDoc is a file of the repository, read before a test changes folder.
 func readDoc(t *testing.T, rel string) string {
