@@ -77,9 +77,6 @@ func startChromium() {
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(chromium.profile),
-		// Chromium keeps its singleton socket in a folder of its own in
-		// TMPDIR and leaves it there: inside the profile, it goes with it.
-		chromedp.Env("TMPDIR="+chromium.profile),
 		chromedp.WindowSize(1100, 820),
 	)
 	ctx, cancel := chromedp.NewContext(alloc)
