@@ -25,11 +25,12 @@ func cacheEntries(t *testing.T, cache string) []string {
 }
 
 // TestCorruptCacheEntryIsRecompiled: a few flipped bytes in the compiled
-// code of the first-party module do not fail host run: the entry no
-// longer matches its seal, so it is dropped with a warning before wazero
-// reads it and compiled again, and the next run is quiet.
+// code of a plugin's module do not fail host run: the entry no longer
+// matches its seal, so it is dropped with a warning before wazero reads it
+// and compiled again, and the next run is quiet. (The module is the tiny
+// one, so that the test's compilations take no time.)
 func TestCorruptCacheEntryIsRecompiled(t *testing.T) {
-	dir, cache := t.TempDir(), t.TempDir()
+	dir, cache := tinyPluginDir(t), t.TempDir()
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}
 	r := runHostEnv(t, dir, "", env, "run", "--model", tourModel(t), "hello")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -59,7 +60,7 @@ func TestCorruptCacheEntryIsRecompiled(t *testing.T) {
 // TestGroupWritableCacheIsIgnored: a cache folder others may write is not
 // read or written; the run compiles in memory and says why.
 func TestGroupWritableCacheIsIgnored(t *testing.T) {
-	dir, cache := t.TempDir(), t.TempDir()
+	dir, cache := tinyPluginDir(t), t.TempDir()
 	require.NoError(t, os.Chmod(cache, 0o775))
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}
 	r := runHostEnv(t, dir, "", env, "run", "--model", tourModel(t), "hello")
@@ -75,11 +76,12 @@ func TestGroupWritableCacheIsIgnored(t *testing.T) {
 
 // TestForeignCacheEntryIsRefused: another module's entry, compiled by the
 // same host into another cache folder (so its wazero checksum is valid),
-// copied over the first-party module's entry with its own seal, is not
-// executed: its seal was made under another key, so it is dropped with a
-// warning, the module compiles again and the run succeeds.
+// copied over the entry of the configured plugin's module with its own
+// seal, is not executed: its seal was made under another key, so it is
+// dropped with a warning, the module compiles again and the run succeeds.
+// (Both modules are tiny ones, so that the compilations take no time.)
 func TestForeignCacheEntryIsRefused(t *testing.T) {
-	dir, cache, other := t.TempDir(), t.TempDir(), t.TempDir()
+	dir, cache, other := tinyPluginDir(t), t.TempDir(), t.TempDir()
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}
 	r := runHostEnv(t, dir, "", env, "run", "--model", tourModel(t), "hello")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -88,11 +90,12 @@ func TestForeignCacheEntryIsRefused(t *testing.T) {
 	genuine, err := os.ReadFile(entries[0])
 	require.NoError(t, err)
 
-	benign := buildGuest(t, "./host/plugin/testdata/benign", dir)
-	r = runHostEnv(t, dir, "", []string{"WEIR_WAZERO_CACHE=" + other}, "plugins", "verify", benign)
+	writeFile(t, filepath.Join(dir, "foreign.wasm"), string(tinyModule("foreign")))
+	r = runHostEnv(t, dir, "", []string{"WEIR_WAZERO_CACHE=" + other}, "plugins", "verify", "foreign.wasm")
 	require.Equal(t, 0, r.code, r.stderr)
 	foreign := cacheEntries(t, other)
 	require.Len(t, foreign, 1)
+	require.NotEqual(t, filepath.Base(entries[0]), filepath.Base(foreign[0]), "another module, another entry")
 	for _, suffix := range []string{"", ".seal"} {
 		b, err := os.ReadFile(foreign[0] + suffix)
 		require.NoError(t, err)
@@ -106,5 +109,5 @@ func TestForeignCacheEntryIsRefused(t *testing.T) {
 	require.Contains(t, r.stdout, "I am the offline model", "the turn ran")
 	again, err := os.ReadFile(entries[0])
 	require.NoError(t, err)
-	require.Equal(t, genuine, again, "the entry holds the first-party module's code again")
+	require.Equal(t, genuine, again, "the entry holds the configured module's code again")
 }

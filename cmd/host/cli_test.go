@@ -226,7 +226,7 @@ func TestDemoSessionNamesDoNotCollide(t *testing.T) {
 // when it holds only what another wazero version left there; a warm one is
 // not.
 func TestCompileNotice(t *testing.T) {
-	dir := t.TempDir()
+	dir := tinyPluginDir(t) // a module that compiles at once
 	cache := filepath.Join(dir, "cache")
 	writeFile(t, filepath.Join(cache, "wazero-v0.0.1-amd64-linux", "0123abcd"), "stale")
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}

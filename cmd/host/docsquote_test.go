@@ -19,7 +19,12 @@ import (
 // --json (TestReplayJSONDocExample), config --json
 // (TestConfigJSONDocExample), examples/eval/README.md
 // (TestEvalExampleIsCurrent), the demo's folders
-// (TestDemoWorkspaceAsDocumented).
+// (TestDemoWorkspaceAsDocumented). Quotes of what the library does are
+// held where it is: docs/embedding.md's span tree
+// (host.TestSpanTreeAsDocumented), docs/authors.md's event examples
+// (examples/pruner's TestAuthorsDocEventExamples), docs/stores.md's SQL
+// schema (TestSchemaAsDocumented of host/store/sqlite and
+// host/store/postgres).
 
 // readDoc is a file of the repository, read before a test changes folder.
 func readDoc(t *testing.T, rel string) string {

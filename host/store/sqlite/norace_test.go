@@ -2,5 +2,6 @@
 
 package sqlite_test
 
-// procs is the number of processes TestManyProcesses starts at once.
-const procs = 50
+// longProcs is the number of processes TestManyProcesses starts at once
+// with WEIR_LONG=1.
+const longProcs = 50

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,8 +31,40 @@ func Main(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// runsDir holds one folder per test binary run, named after its process.
+// A run that was killed (go test's timeout, a Ctrl-C) cannot remove its
+// own, which holds the built command; the next run removes every folder
+// whose process is gone, so a killed run leaves nothing behind for long.
+var runsDir = filepath.Join(os.TempDir(), "weir-guesttest")
+
+// runDir makes this run's folder under runsDir after removing those of
+// runs whose process no longer exists.
+func runDir() (string, error) {
+	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+		return "", err
+	}
+	entries, _ := os.ReadDir(runsDir)
+	for _, e := range entries {
+		pid, _, ok := strings.Cut(e.Name(), "-")
+		if n, err := strconv.Atoi(pid); ok && err == nil && !processAlive(n) {
+			os.RemoveAll(filepath.Join(runsDir, e.Name()))
+		}
+	}
+	return os.MkdirTemp(runsDir, strconv.Itoa(os.Getpid())+"-")
+}
+
+// processAlive reports whether a process with that id exists.
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "weir-guesttest-")
+	dir, err := runDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -46,7 +81,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cmd := exec.Command("go", "build", "-o", host.bin, "./cmd/weir")
+	// Stripped (-s -w): a third quicker to link, and the test binary's
+	// packages come from the build cache as they are.
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", host.bin, "./cmd/weir")
 	cmd.Dir = moduleRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "guesttest: build the weir command: %v\n%s", err, out)
