@@ -186,14 +186,16 @@ func TestInterpreterFirstCloseCompiles(t *testing.T) {
 // TestInterpreterStartPastItsDeadline: a first instance that cannot start
 // within its deadline on the interpreter makes the load compile the module
 // and start it on compiled code, as without the interpreter. The deadline
-// here is too short for either, so the load fails, but only after its
-// second start, on the compiled module.
+// here is too short for either (a microsecond: a Go guest's runtime takes
+// far longer to start even compiled, which at a millisecond it can do on
+// an idle machine), so the load fails, but only after its second start, on
+// the compiled module.
 func TestInterpreterStartPastItsDeadline(t *testing.T) {
 	logs := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
 	rt := interpRuntime(t, t.TempDir(), false, plugin.WithLogger(logger))
 	_, err := rt.Load(context.Background(), "benign", module(t, "benign"),
-		plugin.WithDeadline(abi.KindUnspecified, time.Millisecond))
+		plugin.WithDeadline(abi.KindUnspecified, time.Microsecond))
 	require.ErrorIs(t, err, plugin.ErrDeadline)
 	require.Contains(t, logs.String(), "first instance exceeded its start deadline on the interpreter; compiling now")
 	require.Equal(t, 1, strings.Count(logs.String(), "compiling now"), "one fallback, then the compiled start's own error")
