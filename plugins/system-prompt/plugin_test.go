@@ -146,8 +146,8 @@ func TestConfigErrorsFailTheLoad(t *testing.T) {
 
 func TestParseConfig(t *testing.T) {
 	cases := map[string]config{
-		``:       {},
-		` null `: {},
+		``:                                 {},
+		` null `:                           {},
 		`{"perModel": null, "data": null}`: {},
 		`{"perModel": {"m": null, "p/m": [{"key": "k", "text": null}, {"text": "t", "key": "j"}]}, "data": ["date"]}`: {
 			PerModel: map[string][]section{"m": {}, "p/m": {{Key: "k"}, {Key: "j", Text: "t"}}},
