@@ -78,8 +78,9 @@ func TestRequestJSONIsBounded(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, get(t, s, "GET", target+"/parts/"+bad).StatusCode, bad)
 	}
 
-	// A view costs its bounded JSON, not the block: bytes allocated per
-	// view of the built request.
+	// A view costs its bounded JSON, not the block: the bytes allocated
+	// per view of the built request (about 2 MiB, counted process-wide, so
+	// other goroutines add to it) stay below one copy of the 5 MiB result.
 	const views = 10
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -89,7 +90,7 @@ func TestRequestJSONIsBounded(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := (after.TotalAlloc - before.TotalAlloc) / views
 	t.Logf("a JSON view of a request carrying a 5 MB result allocates %d KiB (JSON %d KiB)", per>>10, len(raw)>>10)
-	require.Less(t, per, uint64(2<<20), "bytes allocated per view")
+	require.Less(t, per, uint64(len(result)), "bytes allocated per view: less than one copy of the block")
 
 	// Small strings are whole, without markers.
 	var small requestJSON
