@@ -128,6 +128,11 @@ func (in *instance) call(parent context.Context, host Host, method abi.Method,
 		return in.p.fail(op, ErrInputTooLarge, "request of "+strconv.Itoa(len(in.req))+
 			" bytes exceeds the "+strconv.Itoa(in.p.cfg.inputLimit)+"-byte input limit", nil), false
 	}
+	// A closing runtime cancels the call, as a caller would, and waits
+	// for it before closing wazero (Runtime.Close).
+	parent, cancel := context.WithCancel(parent)
+	defer cancel()
+	defer context.AfterFunc(in.p.rt.closing, cancel)()
 	kind := method.Kind()
 	d := in.p.cfg.deadline(kind)
 	bctx, b := newBudget(parent, d)

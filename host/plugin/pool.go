@@ -106,3 +106,23 @@ func (pl *pool) close() {
 		in.close()
 	}
 }
+
+// drain waits until no instance is checked out, or ctx ends: it takes
+// every slot, then gives them back (a get waiting for one then finds the
+// pool closed).
+func (pl *pool) drain(ctx context.Context) {
+	n := 0
+	defer func() {
+		for ; n > 0; n-- {
+			<-pl.slots
+		}
+	}()
+	for n < cap(pl.slots) {
+		select {
+		case pl.slots <- struct{}{}:
+			n++
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -424,6 +424,12 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Unlock()
 	r.compiling.Wait()
 	<-upgraded
+	// Calls still running were cancelled with r.closing; wazero must not
+	// close a module under a running call (it clears what the call reads),
+	// so the runtime waits for their instances to come back, or for ctx.
+	for _, p := range plugins {
+		p.pool.drain(ctx)
+	}
 	errs = append(errs, r.wz.Close(ctx), r.cache.Close(ctx))
 	r.interpOnce.Do(func() {}) // waits for one being made; no later load makes one
 	if r.interp != nil {
