@@ -155,9 +155,10 @@ type Model struct {
 
 	meter tokenTrack
 
-	turnMu sync.Mutex
-	turnAt turnFold // how far turnUsage has summed the log
-	turns  map[int64]*surface.Usage
+	// turns sums, by turn, the usage the provider reported for the
+	// turn's requests (a turn none of whose requests reported any has
+	// no entry); the fold keeps it.
+	turns map[int64]*surface.Usage
 }
 
 // Fill returns copies of items with their message content decoded.
@@ -185,7 +186,7 @@ func (m *Model) Fill(items []Item) []Item {
 			e, _ := l.Event(it.Seq)
 			timeReply(&it.First, &it.Sent, &it.Wall, e.Time, streamOf(e.Data))
 		case ItemTurn:
-			it.Usage = m.turnUsage()[it.Turn]
+			it.Usage = m.turns[it.Turn]
 		case ItemTool:
 			msg, _ := l.Message(it.Seq)
 			if msg != nil && len(msg.Content) > 0 {
@@ -415,6 +416,9 @@ func (m *Model) fold() {
 	}
 	b.open = b.open[:0]
 	comps := b.comps
+	if m.turns == nil {
+		m.turns = map[int64]*surface.Usage{}
+	}
 	for k := b.next; k < len(events); k++ {
 		e := events[k]
 		var msg *surface.Message
@@ -498,9 +502,11 @@ func (m *Model) fold() {
 				m.Requests = append(m.Requests, e.Seq)
 				it.Request = len(m.Requests)
 				it.Wall = wall(events, k)
+				m.addUsage(b.turn, e.Data)
 			}
 		case surface.TypeAssistantAttempt:
 			m.Requests = append(m.Requests, e.Seq)
+			m.addUsage(b.turn, e.Data)
 			it.Kind, it.Request, it.Note = ItemAttempt, len(m.Requests), "the attempt failed; nothing was committed to the surface"
 			it.Wall = wall(events, k)
 		case surface.TypeToolResult:

@@ -74,54 +74,22 @@ func usageOf(data []byte) *surface.Usage {
 	return nil
 }
 
-// turnFold is where turnUsage stopped: the events it has summed, the
-// turn they were in and the requests among them.
-type turnFold struct {
-	events int
-	turn   int64
-	reqs   int
-}
-
-// turnUsage sums the usage the provider reported for each turn's
-// requests, by turn; a turn none of whose requests reported any has no
-// entry. It sums only the events the log gained since the last call, so
-// a model folded on from its file's tail keeps its sums current.
-func (m *Model) turnUsage() map[int64]*surface.Usage {
-	m.turnMu.Lock()
-	defer m.turnMu.Unlock()
-	if m.turns == nil {
-		m.turns = map[int64]*surface.Usage{}
+// addUsage adds the usage a settlement's data reports to its turn's sum.
+func (m *Model) addUsage(turn int64, data []byte) {
+	u := usageOf(data)
+	if u == nil {
+		return
 	}
-	events, f := m.Session.Log.Events(), &m.turnAt
-	for ; f.events < len(events); f.events++ {
-		e := events[f.events]
-		if e.Type == surface.TypeTurnStart {
-			var d struct {
-				Turn int64 `json:"turn"`
-			}
-			_ = json.Unmarshal(e.Data, &d)
-			f.turn = d.Turn
-		}
-		if f.reqs >= len(m.Requests) || e.Seq != m.Requests[f.reqs] {
-			continue
-		}
-		f.reqs++
-		u := usageOf(e.Data)
-		if u == nil {
-			continue
-		}
-		sum := m.turns[f.turn]
-		if sum == nil {
-			sum = &surface.Usage{}
-			m.turns[f.turn] = sum
-		}
-		sum.Input += u.Input
-		sum.Output += u.Output
-		sum.CacheRead += u.CacheRead
-		sum.CacheWrite += u.CacheWrite
-		sum.Reasoning += u.Reasoning
+	sum := m.turns[turn]
+	if sum == nil {
+		sum = &surface.Usage{}
+		m.turns[turn] = sum
 	}
-	return m.turns
+	sum.Input += u.Input
+	sum.Output += u.Output
+	sum.CacheRead += u.CacheRead
+	sum.CacheWrite += u.CacheWrite
+	sum.Reasoning += u.Reasoning
 }
 
 // costOf prices usage with p: the cache read as cache hits, the rest of

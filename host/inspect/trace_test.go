@@ -153,7 +153,7 @@ func TestCost(t *testing.T) {
 		u.Output += pt.Usage.Output
 	}
 	require.NotEmpty(t, sums)
-	require.Equal(t, sums, m.turnUsage(), "a turn's usage is the sum of its requests'")
+	require.Equal(t, sums, m.turns, "a turn's usage is the sum of its requests'")
 
 	none := newServer(t, Options{Files: []string{path}})
 	t.Cleanup(none.Close)
