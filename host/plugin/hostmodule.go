@@ -303,21 +303,31 @@ func apiTypes(vs []wasmparse.ValueType) []api.ValueType {
 
 // budget is a call's deadline. It can be paused while the host works on the
 // guest's behalf (summarize), so slow model calls do not eat the guest's
-// compute time. cancel fires with errDeadline when the budget runs out.
+// compute time. cancel fires with errDeadline when the budget runs out, and
+// with errRuntimeClosed when the runtime closes: Runtime.Close waits for
+// the calls it ends before closing wazero, which must not close a module
+// under a running call.
 type budget struct {
-	cancel  context.CancelCauseFunc
-	timer   *time.Timer
-	left    time.Duration
-	started time.Time
-	fired   bool
+	cancel   context.CancelCauseFunc
+	timer    *time.Timer
+	unclosed func() bool // stops the cancel at the runtime's close
+	left     time.Duration
+	started  time.Time
+	fired    bool
 }
 
-var errDeadline = errors.New("plugin call deadline")
+var (
+	errDeadline      = errors.New("plugin call deadline")
+	errRuntimeClosed = errors.New("plugin runtime closed")
+)
 
-func newBudget(parent context.Context, d time.Duration) (context.Context, *budget) {
+// newBudget starts a budget of d under parent that also ends when closing
+// does.
+func newBudget(parent context.Context, d time.Duration, closing context.Context) (context.Context, *budget) {
 	ctx, cancel := context.WithCancelCause(parent)
 	b := &budget{cancel: cancel, left: d, started: time.Now()}
 	b.timer = time.AfterFunc(d, func() { cancel(errDeadline) })
+	b.unclosed = context.AfterFunc(closing, func() { cancel(errRuntimeClosed) })
 	return ctx, b
 }
 
@@ -345,8 +355,15 @@ func (b *budget) resume() {
 	b.timer.Reset(b.left)
 }
 
+// spent reports whether the budget ran out, whether or not its timer has
+// fired yet.
+func (b *budget) spent() bool {
+	return b.fired || b.left-time.Since(b.started) <= 0
+}
+
 func (b *budget) stop() {
 	b.timer.Stop()
+	b.unclosed()
 	b.cancel(nil)
 }
 

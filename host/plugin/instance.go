@@ -46,7 +46,7 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 	in := &instance{p: p, code: p.current(), lm: linmem.New()}
 	in.stdout.limit, in.stderr.limit = p.cfg.stdioLimit, p.cfg.stdioLimit
 	d := p.cfg.deadline(abi.KindUnspecified)
-	bctx, b := newBudget(ctx, d)
+	bctx, b := newBudget(ctx, d, p.rt.closing)
 	defer b.stop()
 	mc := sandbox(wazero.NewModuleConfig().
 		WithName("").
@@ -71,6 +71,13 @@ func (p *Plugin) start(ctx context.Context) (*instance, error) {
 		fail.Replaced = false
 		in.close()
 		return nil, fail
+	}
+	if b.spent() {
+		// The start outlived its deadline although the budget's timer
+		// had not yet stopped it (a busy machine runs timers late): it
+		// fails as a start the timer stopped does, whenever the timer runs.
+		in.close()
+		return nil, &Error{Plugin: p.name, Op: "start instance", Class: ErrDeadline, Detail: "deadline " + d.String() + " exceeded"}
 	}
 	if v := uint32(in.stack[0]); v != abi.Major {
 		in.close()
@@ -128,14 +135,9 @@ func (in *instance) call(parent context.Context, host Host, method abi.Method,
 		return in.p.fail(op, ErrInputTooLarge, "request of "+strconv.Itoa(len(in.req))+
 			" bytes exceeds the "+strconv.Itoa(in.p.cfg.inputLimit)+"-byte input limit", nil), false
 	}
-	// A closing runtime cancels the call, as a caller would, and waits
-	// for it before closing wazero (Runtime.Close).
-	parent, cancel := context.WithCancel(parent)
-	defer cancel()
-	defer context.AfterFunc(in.p.rt.closing, cancel)()
 	kind := method.Kind()
 	d := in.p.cfg.deadline(kind)
-	bctx, b := newBudget(parent, d)
+	bctx, b := newBudget(parent, d, in.p.rt.closing)
 	defer b.stop()
 	cs := &callState{parent: parent, host: host, kind: kind, budget: b}
 	defer func() { in.summarized = cs.summarized }()
@@ -227,6 +229,8 @@ func (in *instance) failure(parent, bctx context.Context, op string, err error, 
 	switch {
 	case errors.Is(context.Cause(bctx), errDeadline):
 		e.Class, e.Detail = ErrDeadline, "deadline "+d.String()+" exceeded"
+	case errors.Is(context.Cause(bctx), errRuntimeClosed):
+		e.Class, e.Detail = ErrClosed, "the runtime closed during the call"
 	case parent.Err() != nil:
 		e.Class, e.Detail = ErrCancelled, "cancelled: "+context.Cause(parent).Error()
 	case errors.As(err, &exit):
