@@ -32,7 +32,7 @@ var chromium struct {
 	path    string
 	ctx     context.Context // the browser
 	cancel  func()
-	profile string
+	dir     string // the profile and the browser's TMPDIR, removed at exit
 	err     error
 }
 
@@ -41,8 +41,8 @@ func TestMain(m *testing.M) {
 	if chromium.cancel != nil {
 		chromium.cancel()
 	}
-	if chromium.profile != "" {
-		_ = os.RemoveAll(chromium.profile)
+	if chromium.dir != "" {
+		_ = os.RemoveAll(chromium.dir)
 	}
 	os.Exit(code)
 }
@@ -58,8 +58,14 @@ func startChromium() {
 	if chromium.path == "" {
 		return
 	}
-	chromium.profile, chromium.err = os.MkdirTemp("", "weir-inspect-chromium-")
+	// Chromium writes files of its own (org.chromium.Chromium.*) to
+	// TMPDIR: give it one inside the folder removed at exit.
+	chromium.dir, chromium.err = os.MkdirTemp("", "weir-inspect-chromium-")
 	if chromium.err != nil {
+		return
+	}
+	profile, tmp := filepath.Join(chromium.dir, "profile"), filepath.Join(chromium.dir, "tmp")
+	if chromium.err = os.Mkdir(tmp, 0o700); chromium.err != nil {
 		return
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
@@ -77,7 +83,8 @@ func startChromium() {
 		chromedp.Flag("disable-default-apps", true),
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(chromium.profile),
+		chromedp.UserDataDir(profile),
+		chromedp.Env("TMPDIR="+tmp),
 		chromedp.WindowSize(1100, 820),
 	)
 	ctx, cancel := chromedp.NewContext(alloc)
