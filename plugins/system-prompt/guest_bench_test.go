@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -29,8 +30,9 @@ import (
 //   - load-warm: the plugin runtime's Load from a fresh runtime over a warm
 //     disk cache (compile, the checks, the first instance, init, describe),
 //     what a new process pays per module;
-//   - first-render: the first prompt.render on a freshly loaded plugin
-//     (the runtime and the load are not timed).
+//   - first-render: a Load on a runtime over the warm disk cache (the
+//     first instance, init, describe), the plugin's first prompt.render
+//     (render-ns/op: the render alone) and its close.
 //
 //	CI=true go test -run XXX -bench GuestLanguage -count 5 ./plugins/system-prompt
 func BenchmarkGuestLanguage(b *testing.B) {
@@ -118,24 +120,27 @@ func BenchmarkGuestLanguage(b *testing.B) {
 	b.Run("first-render", func(b *testing.B) {
 		for _, m := range mods {
 			b.Run(m.name, func(b *testing.B) {
-				dir := b.TempDir()
-				for range b.N {
-					b.StopTimer()
-					rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(dir))
-					if err != nil {
-						b.Fatal(err)
-					}
+				rt, err := plugin.NewRuntime(ctx, plugin.WithCacheDir(b.TempDir()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer rt.Close(ctx)
+				var render time.Duration
+				for b.Loop() {
 					p, err := rt.Load(ctx, Name, m.wasm, plugin.WithConfig(cfg))
 					if err != nil {
 						b.Fatal(err)
 					}
-					b.StartTimer()
+					start := time.Now()
 					if _, err := p.RenderPrompt(ctx, nil, req); err != nil {
 						b.Fatal(err)
 					}
-					b.StopTimer()
-					rt.Close(ctx)
+					render += time.Since(start)
+					if err := p.Close(ctx); err != nil {
+						b.Fatal(err)
+					}
 				}
+				b.ReportMetric(float64(render.Nanoseconds())/float64(b.N), "render-ns/op")
 			})
 		}
 	})
