@@ -77,8 +77,10 @@ func buildC(tb testing.TB) []byte {
 	return cWasm
 }
 
+// cSources are the port's sources and the SDK's, compiled one by one.
+var cSources = []string{filepath.Join(cPort, "prompt.c"), filepath.Join(cSDK, "weir.c")}
+
 func compileC() ([]byte, error) {
-	srcs := []string{filepath.Join(cPort, "prompt.c"), filepath.Join(cSDK, "weir.c")}
 	version, err := exec.Command("clang", "--version").Output()
 	if err != nil {
 		return nil, fmt.Errorf("clang --version: %w", err)
@@ -86,7 +88,7 @@ func compileC() ([]byte, error) {
 	h := sha256.New()
 	line, _, _ := strings.Cut(string(version), "\n")
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", line, strings.Join(cCompile, " "), strings.Join(cLink, " "))
-	for _, f := range append(srcs, filepath.Join(cSDK, "weir.h")) {
+	for _, f := range append(cSources, filepath.Join(cSDK, "weir.h")) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
@@ -107,23 +109,50 @@ func compileC() ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	var objs []string
-	for i, src := range srcs {
-		obj := filepath.Join(tmp, strconv.Itoa(i)+".o")
-		args := append(append([]string{}, cCompile...), "-I", cSDK, "-c", "-o", obj, src)
-		if out, err := exec.Command("clang", args...).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("clang %s: %v\n%s", src, err, out)
-		}
-		objs = append(objs, obj)
-	}
 	out := filepath.Join(tmp, "out.wasm")
-	if b, err := exec.Command("clang", append(append(append([]string{}, cLink...), "-o", out), objs...)...).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("clang link: %v\n%s", err, b)
+	if err := clangBuild(tmp, out, nil); err != nil {
+		return nil, err
 	}
 	if err := os.Rename(out, path); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(path)
+}
+
+// clangBuild runs the documented build of the port into out, with its
+// objects in tmp; env is the commands' environment (nil: the test's).
+func clangBuild(tmp, out string, env []string) error {
+	var objs []string
+	for i, src := range cSources {
+		obj := filepath.Join(tmp, strconv.Itoa(i)+".o")
+		cmd := exec.Command("clang", append(append([]string{}, cCompile...), "-I", cSDK, "-c", "-o", obj, src)...)
+		cmd.Env = env
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("clang %s: %v\n%s", src, err, b)
+		}
+		objs = append(objs, obj)
+	}
+	cmd := exec.Command("clang", append(append(append([]string{}, cLink...), "-o", out), objs...)...)
+	cmd.Env = env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("clang link: %v\n%s", err, b)
+	}
+	return nil
+}
+
+// The build never runs binaryen's wasm-opt (no -O on the link): with a
+// wasm-opt that always fails first on PATH it builds the same module.
+func TestCBuildIgnoresWasmOpt(t *testing.T) {
+	want := buildC(t)
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "wasm-opt"),
+		[]byte("#!/bin/sh\necho 'wasm-opt must not run' >&2\nexit 1\n"), 0o755))
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "out.wasm")
+	require.NoError(t, clangBuild(tmp, out, append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))))
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "the build with a failing wasm-opt on PATH differs")
 }
 
 // module is one build of the plugin.
