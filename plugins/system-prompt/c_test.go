@@ -395,6 +395,62 @@ func TestCMatchesGo(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d: %d configurations loaded, %d failed alike", seed, loaded, failed)
+	if t.Failed() {
+		return
+	}
+	// Mutated documents: a byte dropped, doubled or replaced. Both modules
+	// accept the same documents and render them alike; a document the Go
+	// plugin's decoder rejects fails the C port too (its words differ),
+	// and every other failure reads the same.
+	syntax := 0
+	for i := range 300 {
+		cfg := []byte(g.config())
+		if len(cfg) == 0 {
+			continue
+		}
+		at := g.r.IntN(len(cfg))
+		switch g.r.IntN(3) {
+		case 0:
+			cfg = append(cfg[:at:at], cfg[at+1:]...)
+		case 1:
+			cfg = append(cfg[:at+1:at+1], cfg[at:]...)
+		default:
+			const bytes = "{}[],:\"\\ 0-.etu\x00\xc3\xff"
+			cfg[at] = bytes[g.r.IntN(len(bytes))]
+		}
+		var ps [2]*plugin.Plugin
+		var errs [2]string
+		for j, m := range mods {
+			p, err := plugintest.Runtime(t).Load(ctx, Name, m.wasm, plugin.WithConfig(cfg))
+			if err != nil {
+				errs[j] = err.Error()
+			} else {
+				ps[j] = p
+			}
+		}
+		switch {
+		case strings.Contains(errs[0], "jsontext: "):
+			syntax++
+			require.NotEmpty(t, errs[1], "mutation %d %q: the Go plugin fails (%s), the C port loads", i, cfg, errs[0])
+		default:
+			require.Equal(t, errs[0], errs[1], "mutation %d %q", i, cfg)
+		}
+		if ps[0] != nil && ps[1] != nil {
+			req := g.request()
+			want, err := ps[0].RenderPrompt(ctx, nil, req)
+			require.NoError(t, err)
+			got, err := ps[1].RenderPrompt(ctx, nil, req)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "mutation %q, request %+v", cfg, req)
+		}
+		for _, p := range ps {
+			if p != nil {
+				require.NoError(t, p.Close(ctx))
+			}
+		}
+	}
+	t.Logf("seed %d: %d mutated documents failed as JSON in both", seed, syntax)
+	require.Greater(t, syntax, 50, "the mutations make too few syntax errors")
 	require.Greater(t, loaded, 50, "the generator makes too few valid configurations")
 	require.Greater(t, failed, 50, "the generator makes too few invalid configurations")
 }

@@ -486,6 +486,12 @@ static int scan(jreader *r, jtoken *t) {
 			goto closed;
 		}
 	}
+	if (f && f->obj && r->want_value) {
+		if (r->pos >= r->n || r->p[r->pos] != ':')
+			return syntax(r, "after an object member name (want ':')", 1);
+		r->pos++;
+		skip_ws(r);
+	}
 	if (r->pos >= r->n)
 		return syntax(r, "at start of value", 1);
 	t->start = r->pos;
@@ -513,11 +519,7 @@ static int scan(jreader *r, jtoken *t) {
 			f->names = names, f->capnames = cap;
 		}
 		f->names[f->nnames++] = str_copy(r->text.data, r->text.len);
-		skip_ws(r);
-		if (r->pos >= r->n || r->p[r->pos] != ':')
-			return syntax(r, "after an object member name (want ':')", 1);
-		r->pos++;
-		r->want_value = 1;
+		r->want_value = 1; /* the ':' is read with the value, as jsontext reads it */
 		t->kind = '"';
 		return 0;
 	}
