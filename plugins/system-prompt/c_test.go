@@ -364,7 +364,7 @@ func TestCMatchesGo(t *testing.T) {
 	g := gen{rand.New(rand.NewPCG(seed, 0x5eed))}
 	ctx := context.Background()
 	loaded, failed := 0, 0
-	for i := range 300 {
+	for i := range 200 {
 		cfg := g.config()
 		var ps [2]*plugin.Plugin
 		var errs [2]string
@@ -403,7 +403,7 @@ func TestCMatchesGo(t *testing.T) {
 	// plugin's decoder rejects fails the C port too (its words differ),
 	// and every other failure reads the same.
 	syntax := 0
-	for i := range 300 {
+	for i := range 200 {
 		cfg := []byte(g.config())
 		if len(cfg) == 0 {
 			continue
