@@ -29,23 +29,53 @@ import (
 
 // The embedded module is loaded once per test binary into the shared
 // plugintest runtime, which compiles through the disk cache
-// (WEIR_WAZERO_CACHE).
+// (WEIR_WAZERO_CACHE). TestE_C runs the group again with the C port as
+// the module (conformanceModule).
 var (
-	promptOnce   sync.Once
-	promptPlugin *provider.Plugin
-	promptErr    error
+	conformanceModule = module{"firstparty", plugins.FirstParty[plugins.SystemPrompt]}
+	promptMu          sync.Mutex
+	promptPlugins     = map[string]*provider.Plugin{}
 )
 
 func wasmPrompt(t *testing.T, s *host.Session) *provider.SystemPrompt {
 	t.Helper()
-	promptOnce.Do(func() {
-		promptPlugin, promptErr = provider.Load(context.Background(), plugintest.Runtime(t), provider.Spec{
-			Name: plugins.SystemPrompt, Role: provider.RoleSystemPrompt, Wasm: plugins.FirstParty[plugins.SystemPrompt]})
-	})
-	require.NoError(t, promptErr)
-	sp, err := promptPlugin.SystemPrompt(s)
+	promptMu.Lock()
+	p, ok := promptPlugins[conformanceModule.name]
+	if !ok {
+		var err error
+		p, err = provider.Load(context.Background(), plugintest.Runtime(t), provider.Spec{
+			Name: plugins.SystemPrompt, Role: provider.RoleSystemPrompt, Wasm: conformanceModule.wasm})
+		if err != nil {
+			promptMu.Unlock()
+			require.NoError(t, err)
+		}
+		promptPlugins[conformanceModule.name] = p
+	}
+	promptMu.Unlock()
+	sp, err := p.SystemPrompt(s)
 	require.NoError(t, err)
 	return sp
+}
+
+// Group E with the C port rendering the prompt.
+func TestE_C(t *testing.T) {
+	wasm := buildC(t)
+	old := conformanceModule
+	conformanceModule = module{"c", wasm}
+	t.Cleanup(func() { conformanceModule = old })
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"E44", TestE44_WASM_EmptySurfaceAppendsHead}, {"E45", TestE45_WASM_ChangedPromptReplacesHead},
+		{"E46", TestE46_WASM_EmptyPromptEmptiesHead}, {"E47", TestE47_WASM_EmptyFirstPromptReservesHead},
+		{"E48", TestE48_WASM_ProjectionFromRestoredLog}, {"E49", TestE49_WASM_InHistoryContinuingAppends},
+		{"E50", TestE50_WASM_InHistorySeriesStartReplacesHead}, {"E51", TestE51_WASM_SeriesStartCollapsesLaterNodes},
+		{"E52", TestE52_WASM_EmptyPromptEmptiesEveryNode}, {"E53", TestE53_WASM_EmptyPromptEmptiesMultiBlockAndOpaqueNodes},
+		{"E54", TestE54_WASM_CompactedLaterNodeIsAppendedAgain},
+	} {
+		t.Run(tc.name, tc.test)
+	}
 }
 
 // eModel answers every request with a text (or the next scripted reply)

@@ -19,13 +19,6 @@ import (
 // plugins.TestFirstPartyLoad).
 const standalone = "./standalone"
 
-// loadStandalone builds the standalone module (once per source change)
-// and loads it under the plugin's name.
-func loadStandalone(tb testing.TB, opts ...plugin.Option) *plugin.Plugin {
-	tb.Helper()
-	return plugintest.LoadBytes(tb, Name, plugintest.Build(tb, standalone), opts...)
-}
-
 // The tests run the built module under the real sandbox; the module is
 // built once per source change and compiled once per test binary.
 
@@ -49,8 +42,14 @@ func nativeRender(t *testing.T, secs []abi.Section) string {
 
 // Without configuration the plugin renders byte for byte what the native
 // renderer renders.
+// The tables run against the Go module and the C port (modules).
 func TestMatchesSectionPrompt(t *testing.T) {
-	p := loadStandalone(t)
+	for _, m := range modules(t) {
+		t.Run(m.name, func(t *testing.T) { testMatchesSectionPrompt(t, plugintest.LoadBytes(t, Name, m.wasm)) })
+	}
+}
+
+func testMatchesSectionPrompt(t *testing.T, p *plugin.Plugin) {
 	require.Equal(t, "system-prompt", p.Description().Name)
 	require.Equal(t, []abi.Kind{abi.KindSystemPrompt}, p.Description().Kinds)
 	cases := map[string][]abi.Section{
@@ -89,7 +88,14 @@ const testConfig = `{
 }`
 
 func TestConfiguredRendering(t *testing.T) {
-	p := loadStandalone(t, plugin.WithConfig([]byte(testConfig)))
+	for _, m := range modules(t) {
+		t.Run(m.name, func(t *testing.T) {
+			testConfiguredRendering(t, plugintest.LoadBytes(t, Name, m.wasm, plugin.WithConfig([]byte(testConfig))))
+		})
+	}
+}
+
+func testConfiguredRendering(t *testing.T, p *plugin.Plugin) {
 	assembly := sections("identity", "You are Weir.", "tools", "Tools: read, write.", "style", "Default style.")
 	data := []abi.KeyValue{{Key: "cwd", Value: "/home/me/proj\n"}, {Key: "date", Value: "2025-05-01"},
 		{Key: "blank", Value: "  "}, {Key: "date", Value: "ignored second value"}}
@@ -119,7 +125,12 @@ func TestConfiguredRendering(t *testing.T) {
 }
 
 func TestConfigErrorsFailTheLoad(t *testing.T) {
-	wasm := plugintest.Build(t, standalone)
+	for _, m := range modules(t) {
+		t.Run(m.name, func(t *testing.T) { testConfigErrorsFailTheLoad(t, m.wasm) })
+	}
+}
+
+func testConfigErrorsFailTheLoad(t *testing.T, wasm []byte) {
 	cases := map[string]string{
 		`{"perModel": {}, "date": ["x"]}`:                   `unknown field "date"`,
 		`{"perModel": {"m": [{"key": "a", "txt": ""}]}}`:    `unknown field "txt"`,
