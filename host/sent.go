@@ -202,3 +202,14 @@ func RequestBody(ctx context.Context) []byte {
 	}
 	return bytes.Clone(s.body)
 }
+
+// RequestBodyEqual reports whether b is the exact body the loop encoded
+// for the model attempt ctx belongs to, comparing it in place rather than
+// copying it as RequestBody does; ok is false for any other context.
+func RequestBodyEqual(ctx context.Context, b []byte) (equal, ok bool) {
+	s, _ := ctx.Value(sentBodyKey{}).(*sentRequest)
+	if s == nil {
+		return false, false
+	}
+	return bytes.Equal(s.body, b), true
+}

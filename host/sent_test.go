@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 	"strings"
@@ -101,6 +102,13 @@ func TestRequestBodyIsTheSentBody(t *testing.T) {
 	h := newHarness(t, "sys", func(c *Config) {
 		c.ModelInterceptors = []ModelInterceptor{func(ctx context.Context, req *llm.Request, on func(llm.Delta), next ModelCall) (*llm.Result, error) {
 			b := RequestBody(ctx)
+			// RequestBodyEqual compares with the same body in place.
+			equal, ok := RequestBodyEqual(ctx, b)
+			require.True(t, ok)
+			require.True(t, equal)
+			equal, ok = RequestBodyEqual(ctx, append(bytes.Clone(b), ' '))
+			require.True(t, ok)
+			require.False(t, equal)
 			got = append(got, b)
 			b[0] = 'X' // a copy: the check below still passes
 			return next(ctx, req, on)
@@ -115,4 +123,6 @@ func TestRequestBodyIsTheSentBody(t *testing.T) {
 	}
 	h.checkReconstruction()
 	require.Nil(t, RequestBody(context.Background()))
+	_, ok := RequestBodyEqual(context.Background(), got[0])
+	require.False(t, ok)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/weirhost/weir/host/store"
 	"github.com/weirhost/weir/sdk/tokenizer"
@@ -399,7 +400,25 @@ func (s *Session) shrinks(by Proposer, ps []surface.Proposal) error {
 var ErrNotSmaller = errors.New("a compaction must shrink the surface")
 
 // estimate is the fixed token estimate of a JSON value: UTF-16 length / 4.
-func estimate(b []byte) int64 { return int64((tokenizer.UTF16Len(string(b)) + 3) / 4) }
+// Valid UTF-8 is measured in place (one unit per character, two for one
+// above U+FFFF, as tokenizer.UTF16Len counts); only invalid data is copied
+// into a string for UTF16Len's decoding of it.
+func estimate(b []byte) int64 {
+	n := 0
+	if utf8.Valid(b) {
+		for _, c := range b {
+			if c < 0x80 || c >= 0xC0 {
+				n++
+				if c >= 0xF0 {
+					n++
+				}
+			}
+		}
+	} else {
+		n = tokenizer.UTF16Len(string(b))
+	}
+	return int64((n + 3) / 4)
+}
 
 // bracketFree enforces the compaction lock (spec 11.6): a batch that opens
 // a compaction/start while the latest compaction marker is a start with no

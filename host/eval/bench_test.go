@@ -2,13 +2,17 @@ package eval_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/eval"
 	"github.com/weirhost/weir/sdk/tokenizer"
+	"github.com/weirhost/weir/surface"
 	"github.com/weirhost/weir/surface/jsonl"
 )
 
@@ -44,12 +48,16 @@ func BenchmarkReplay1000Turns(b *testing.B) {
 }
 
 // BenchmarkEvalVsReplay5k measures eval against host replay on a session
-// of about 5,000 events the offline model recorded: each op loads the
-// session file and folds it (what host replay does before printing), then
-// loads it again, records it and replays it through its own configuration
-// (what host eval does for the baseline). The metrics are the two times,
-// the plugins' own time in the replay, and the ratio the issue bounds:
-// (eval − plugin time) / replay.
+// of about 5,000 events the offline model recorded. Each op runs, in
+// turn: what "weir replay FILE" does (load the file, fold it, and list
+// every surface node with a preview of its message, which decodes every
+// surface message; printed to io.Discard), the load and fold alone (what
+// the command does before printing), and what "weir eval FILE" does for
+// the baseline (load, record, replay through the session's own
+// configuration). The metrics are the three times, the plugins' own time
+// in the replay, and the ratio the issue bounds, (eval − plugin time) /
+// replay, against the command (x-replay-net) and against the load and
+// fold alone (x-fold-net).
 //
 //	go test ./host/eval -run '^$' -bench EvalVsReplay5k -benchtime 3x
 func BenchmarkEvalVsReplay5k(b *testing.B) {
@@ -65,7 +73,7 @@ func BenchmarkEvalVsReplay5k(b *testing.B) {
 	}
 	set := firstPartyTB(b, rt, "baseline", genRoute, `{"headroomTokens": 1024}`)
 	set.Baseline = true
-	var replay, evalT, plugins time.Duration
+	var replay, fold, evalT, plugins time.Duration
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
@@ -73,8 +81,16 @@ func BenchmarkEvalVsReplay5k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_ = ld.Log.Messages()
+		listSurface(io.Discard, ld.Log)
 		replay += time.Since(start)
+
+		start = time.Now()
+		ld, err = jsonl.Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = ld.Log.Messages()
+		fold += time.Since(start)
 
 		start = time.Now()
 		ld, err = jsonl.Load(path)
@@ -96,11 +112,50 @@ func BenchmarkEvalVsReplay5k(b *testing.B) {
 		}
 	}
 	n := float64(b.N)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
 	b.ReportMetric(float64(len(events)), "events")
-	b.ReportMetric(float64(replay.Milliseconds())/n, "replay-ms/op")
-	b.ReportMetric(float64(evalT.Milliseconds())/n, "eval-ms/op")
-	b.ReportMetric(float64(plugins.Milliseconds())/n, "plugin-ms/op")
+	b.ReportMetric(ms(replay), "replay-ms/op")
+	b.ReportMetric(ms(fold), "fold-ms/op")
+	b.ReportMetric(ms(evalT), "eval-ms/op")
+	b.ReportMetric(ms(plugins), "plugin-ms/op")
 	b.ReportMetric(float64(evalT-plugins)/float64(replay), "x-replay-net")
+	b.ReportMetric(float64(evalT-plugins)/float64(fold), "x-fold-net")
+}
+
+// listSurface writes what "weir replay FILE" prints of a log's surface
+// (cmd/host/replay.go): a line per node with a one-line preview of its
+// message, cut to 60 characters, then the count of wire messages. It reads
+// what the command reads, every node's message decoded.
+func listSurface(w io.Writer, l *surface.Log) {
+	fmt.Fprintf(w, "session: %d events, %d surface nodes, replaceGeneration %d, contentGeneration %d\n",
+		l.Len(), l.NodeCount(), l.ReplaceGeneration(), l.ContentGeneration())
+	for i, n := range l.Surface() {
+		m, _ := l.Message(n.Seq)
+		preview := "(projects to nothing)"
+		if !n.Empty && m != nil {
+			var parts []string
+			for _, bl := range m.Content {
+				switch bl.Type {
+				case surface.BlockText:
+					parts = append(parts, bl.Text)
+				case surface.BlockReasoning:
+					parts = append(parts, "(thinking) "+bl.Text)
+				case surface.BlockToolCall:
+					parts = append(parts, fmt.Sprintf("→ %s(%s)", bl.Name, bl.Arguments))
+				case surface.BlockToolResult:
+					parts = append(parts, "← "+surface.TextOf(bl.Content))
+				default:
+					parts = append(parts, "["+bl.Type+"]")
+				}
+			}
+			preview = strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
+			if r := []rune(preview); len(r) > 60 {
+				preview = string(r[:59]) + "…"
+			}
+		}
+		fmt.Fprintf(w, "%5d %7d  %-18s %-9s %s\n", i, n.Seq, n.Type, n.Role, preview)
+	}
+	fmt.Fprintf(w, "\n%d wire messages\n", len(l.Messages()))
 }
 
 // BenchmarkPromptTokens tokenizes the prompts of the requests of a

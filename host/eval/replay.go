@@ -94,6 +94,8 @@ type driver struct {
 	cmpSince int // compactions since the previous request
 	lastCmp  int // request index of the last counted prune pass
 	plugin   pluginClock
+	offered  []jsontext.Value // the schemas of the tools the agent offers
+	toolsSet bool             // offered is set
 	visible  []int
 	// units is the UTF-16 length of prev.text when it is valid UTF-8
 	// (unitsOK), for the heuristic counter.
@@ -185,7 +187,7 @@ func Replay(ctx context.Context, rec *Recording, set Set, opts Options) (*Result
 		}
 		d.reply, d.tool, d.step, d.turnEnd, d.turn = t.FirstReply, t.FirstTool, t.FirstStep, t.EndReply, t.N
 		if d.reply < len(rec.Replies) {
-			if err := a.SetTools(d.tools(rec.Replies[d.reply].Tools)...); err != nil {
+			if err := d.setTools(rec.Replies[d.reply].Tools); err != nil {
 				d.note("turn %d: the recorded tools do not load: %v", t.N, err)
 			}
 		}
@@ -268,6 +270,19 @@ func (d *driver) observe(ev surface.Event) {
 	}
 }
 
+// setTools offers replay tools for recorded schemas, unless the agent
+// offers those already (a turn's tools are mostly the previous turn's).
+func (d *driver) setTools(schemas []jsontext.Value) error {
+	if d.toolsSet && sameTools(d.offered, schemas) {
+		return nil
+	}
+	if err := d.a.SetTools(d.tools(schemas)...); err != nil {
+		return err
+	}
+	d.offered, d.toolsSet = schemas, true
+	return nil
+}
+
 // tools makes replay tools for recorded schemas.
 func (d *driver) tools(schemas []jsontext.Value) []host.Tool {
 	out := make([]host.Tool, 0, len(schemas))
@@ -302,8 +317,8 @@ func (m *replayModel) Stream(ctx context.Context, req *llm.Request, on func(llm.
 		c := *msg
 		d.a.Inject(&c)
 	}
-	if d.reply < d.turnEnd && !sameTools(d.rec.Replies[d.reply].Tools, r.Tools) {
-		if err := d.a.SetTools(d.tools(d.rec.Replies[d.reply].Tools)...); err != nil {
+	if d.reply < d.turnEnd {
+		if err := d.setTools(d.rec.Replies[d.reply].Tools); err != nil {
 			d.note("request %d: the recorded tools do not load: %v", n+1, err)
 		}
 	}
@@ -444,10 +459,21 @@ func (d *driver) measure(ctx context.Context, req *llm.Request, i int) {
 		st.OutputTokens = d.outputTokens(d.rec.Replies[i])
 	}
 	rt, err := d.render.render(req)
-	var body []byte
+	// The baseline compares the body the loop encoded with the recorded
+	// one in place; it copies the body only to report where they differ.
+	var want, body []byte
+	if i >= 0 {
+		want = d.rec.Requests[i]
+	}
+	same := false
 	if err == nil && d.set.Baseline {
-		if body = host.RequestBody(ctx); body == nil {
-			body, err = llm.EncodeRequest(req)
+		var known bool
+		if same, known = host.RequestBodyEqual(ctx, want); !known {
+			if body, err = llm.EncodeRequest(req); err == nil {
+				same = bytes.Equal(body, want)
+			}
+		} else if !same {
+			body = host.RequestBody(ctx)
 		}
 	}
 	if err != nil {
@@ -492,10 +518,9 @@ func (d *driver) measure(ctx context.Context, req *llm.Request, i int) {
 		}
 	}
 	if d.set.Baseline && i >= 0 {
-		same := err == nil && bytes.Equal(body, d.rec.Requests[i])
 		st.Reproduced = &same
 		if !same {
-			at := commonPrefix([]byte(d.rec.Requests[i]), body)
+			at := commonPrefix(want, body)
 			st.Note = fmt.Sprintf("differs from the recorded request from byte %d", at)
 			d.note("request %d (turn %d): %s", n, d.turn, st.Note)
 		}
