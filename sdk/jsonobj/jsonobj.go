@@ -43,8 +43,7 @@ func Members(raw []byte, fn func(name string, v jsontext.Value) error) error {
 				return err
 			}
 			if err := fn(name, v); err != nil {
-				var u *unknownError
-				if errors.As(err, &u) {
+				if _, ok := err.(*unknownError); ok {
 					return err
 				}
 				return errors.New("member " + strconv.Quote(name) + ": " + err.Error())
