@@ -22,7 +22,9 @@ import (
 // Members calls fn with the name and value of each member of the JSON
 // object raw, in document order; v is valid only during the call. A null
 // raw is an object without members. An error of fn is returned with the
-// member's name in front.
+// member's name in front. The object is checked as it is read, so fn may
+// have seen the members before a malformed one: on an error, discard what
+// fn filled.
 func Members(raw []byte, fn func(name string, v jsontext.Value) error) error {
 	dec := jsontext.NewDecoder(bytes.NewReader(raw))
 	tok, err := dec.ReadToken()
