@@ -66,12 +66,15 @@
 package tokenmeter
 
 import (
-	"fmt"
+	"bytes"
+	"errors"
+	"strconv"
 
-	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/weirhost/weir/plugins/token-meter/meter"
 	"github.com/weirhost/weir/sdk"
+	"github.com/weirhost/weir/sdk/jsonobj"
 )
 
 // Name is the plugin's name.
@@ -79,9 +82,9 @@ const Name = "token-meter"
 
 // config is the plugin configuration.
 type config struct {
-	Routes   map[string]string `json:"routes"`
-	Fallback string            `json:"fallback"`
-	Counting string            `json:"counting"`
+	Routes   map[string]string
+	Fallback string
+	Counting string
 }
 
 // Where DeepSeek V3 is counted.
@@ -93,18 +96,51 @@ const (
 func parseConfig(raw []byte) (config, error) {
 	c := config{Counting: countOnHost}
 	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &c, json.RejectUnknownMembers(true)); err != nil {
-			return c, fmt.Errorf("token meter config: %w", err)
+		if err := decodeConfig(raw, &c); err != nil {
+			return c, errors.New("token meter config: " + err.Error())
 		}
 	}
 	if c.Counting != countOnHost && c.Counting != countInGuest {
-		return c, fmt.Errorf("token meter config: counting is %q, want %q or %q", c.Counting, countOnHost, countInGuest)
+		return c, errors.New("token meter config: counting is " + strconv.Quote(c.Counting) +
+			", want " + strconv.Quote(countOnHost) + " or " + strconv.Quote(countInGuest))
 	}
 	// Validate the tokenizer names as the meter will see them.
 	if _, err := meter.New(c.meterConfig(nil)); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// decodeConfig reads the configuration object into c: the members
+// routes (an object of strings), fallback and counting; null leaves a
+// member at its zero value (a null configuration, all of them), and any
+// other member fails.
+func decodeConfig(raw []byte, c *config) error {
+	if string(bytes.TrimSpace(raw)) == "null" {
+		*c = config{}
+		return nil
+	}
+	return jsonobj.Members(raw, func(name string, v jsontext.Value) (err error) {
+		switch name {
+		case "routes":
+			c.Routes = nil
+			if v.Kind() == 'n' {
+				return nil
+			}
+			c.Routes = map[string]string{}
+			return jsonobj.Members(v, func(route string, v jsontext.Value) (err error) {
+				c.Routes[route], err = jsonobj.String(v)
+				return err
+			})
+		case "fallback":
+			c.Fallback, err = jsonobj.String(v)
+		case "counting":
+			c.Counting, err = jsonobj.String(v)
+		default:
+			err = jsonobj.UnknownMember(name, "the configuration has routes, fallback and counting")
+		}
+		return err
+	})
 }
 
 // Plugin is the plugin to register (sdk.Register).

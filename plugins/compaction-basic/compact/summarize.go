@@ -1,10 +1,13 @@
 package compact
 
 import (
-	"fmt"
+	"errors"
+	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/weirhost/weir/sdk/jsonobj"
 
 	"github.com/weirhost/weir/surface"
 )
@@ -51,7 +54,7 @@ func buildInstruction() string {
 	b.WriteString("continue without the earlier messages. Use exactly these sections, in this order, ")
 	b.WriteString("each as a level-2 heading:\n\n")
 	for i, s := range Sections {
-		fmt.Fprintf(&b, "%d. ## %s\n", i+1, s)
+		b.WriteString(strconv.Itoa(i+1) + ". ## " + s + "\n")
 	}
 	b.WriteString("\nRules:\n")
 	for _, r := range []string{
@@ -91,13 +94,13 @@ func badFinish(reason string) (code string, bad bool) {
 // checkSummary applies the result rules of spec 11.7.
 func checkSummary(r *SummaryResult, maxTokens int64) (*summary, error) {
 	if r == nil {
-		return nil, fmt.Errorf("the summarizer returned no result")
+		return nil, errors.New("the summarizer returned no result")
 	}
 	if code, bad := badFinish(r.FinishReason); bad {
 		if code == "MAX_TOKENS" {
-			return nil, fmt.Errorf("MAX_TOKENS: the summarizer reached its output cap (%d tokens) and the checkpoint would be incomplete", maxTokens)
+			return nil, errors.New("MAX_TOKENS: the summarizer reached its output cap (" + strconv.FormatInt(maxTokens, 10) + " tokens) and the checkpoint would be incomplete")
 		}
-		return nil, fmt.Errorf("%s: the summarizer finished with %q", code, r.FinishReason)
+		return nil, errors.New(code + ": the summarizer finished with " + strconv.Quote(r.FinishReason))
 	}
 	s := &summary{}
 	raw := r.LLMStreamCall
@@ -109,11 +112,11 @@ func checkSummary(r *SummaryResult, maxTokens int64) (*summary, error) {
 		case surface.BlockReasoning, surface.BlockToolCall:
 			raw = true
 		default:
-			return nil, fmt.Errorf("the summarizer produced unsupported content (a %q block); a checkpoint holds text only", b.Type)
+			return nil, errors.New("the summarizer produced unsupported content (a " + strconv.Quote(b.Type) + " block); a checkpoint holds text only")
 		}
 	}
 	if strings.TrimSpace(s.text) == "" {
-		return nil, fmt.Errorf("the summarizer produced no text")
+		return nil, errors.New("the summarizer produced no text")
 	}
 	if raw {
 		s.raw = r.Content
@@ -135,8 +138,12 @@ func IsCheckpoint(m *surface.Message) bool {
 	if m == nil || m.Source.Kind != "plugin" || m.Source.Plugin == "" {
 		return false
 	}
-	var src struct {
-		ID string `json:"compactionId"`
-	}
-	return json.Unmarshal(m.Source.Unknown, &src) == nil && src.ID != ""
+	var id string
+	err := jsonobj.Members(m.Source.Unknown, func(name string, v jsontext.Value) (err error) {
+		if name == "compactionId" {
+			id, err = jsonobj.String(v)
+		}
+		return err
+	})
+	return err == nil && id != ""
 }

@@ -1,11 +1,14 @@
 package meter
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/weirhost/weir/sdk/jsonobj"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -44,23 +47,6 @@ type surfaceData struct {
 	usage  *surface.Usage
 }
 
-type messageWire struct {
-	Content jsontext.Value `json:"content"`
-}
-
-type stepMessageWire struct {
-	Turn    *int64         `json:"turn"`
-	Step    *int64         `json:"step"`
-	Message *messageWire   `json:"message"`
-	Stream  jsontext.Value `json:"stream"`
-	Usage   *surface.Usage `json:"usage"`
-}
-
-type stepWire struct {
-	Turn *int64 `json:"turn"`
-	Step *int64 `json:"step"`
-}
-
 // lazy returns the content's blocks, decoded at most once.
 func (d *surfaceData) lazy() *lazyBlocks {
 	return &lazyBlocks{raw: d.content, blocks: d.blocks, done: d.blocks != nil}
@@ -74,27 +60,43 @@ func readSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
 	return decodeSurface(e, k)
 }
 
-// decodeSurface is readSurface with the reflection-based decoder.
+// decodeSurface is readSurface for the data the scanner leaves to a
+// full decoder: members read with jsonobj, unknown members skipped.
 func decodeSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
 	d := surfaceData{kind: k}
 	var content jsontext.Value
 	if k == kindUser {
-		var m messageWire
-		if err := json.Unmarshal(e.Data, &m); err != nil {
+		var err error
+		if content, err = contentOf(e.Data); err != nil {
 			return d, errorf(e, "data is not a message: %v", err)
 		}
-		content = m.Content
 	} else {
-		var w stepMessageWire
-		if err := json.Unmarshal(e.Data, &w); err != nil {
+		var turn, step *int64
+		var msg bool
+		err := jsonobj.Members(e.Data, func(name string, v jsontext.Value) (err error) {
+			switch name {
+			case "turn":
+				turn, err = jsonobj.Int(v)
+			case "step":
+				step, err = jsonobj.Int(v)
+			case "message":
+				msg = v.Kind() != 'n'
+				content, err = contentOf(v)
+			case "stream":
+				d.stream = bytes.Clone(v)
+			case "usage":
+				d.usage, err = decodeUsage(v)
+			}
+			return err
+		})
+		if err != nil {
 			return d, errorf(e, "data does not hold a message: %v", err)
 		}
-		if w.Message == nil {
+		if !msg {
 			return d, errorf(e, "data.message is missing")
 		}
-		content, d.stream, d.usage = w.Message.Content, w.Stream, w.Usage
-		if w.Turn != nil && w.Step != nil {
-			d.at, d.hasStep = stepRef{*w.Turn, *w.Step}, true
+		if turn != nil && step != nil {
+			d.at, d.hasStep = stepRef{*turn, *step}, true
 		}
 	}
 	if content.Kind() != '[' {
@@ -102,6 +104,51 @@ func decodeSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
 	}
 	d.content = content
 	return d, nil
+}
+
+// contentOf returns the raw content member of a message object (nil when
+// absent or when raw is null).
+func contentOf(raw []byte) (jsontext.Value, error) {
+	var content jsontext.Value
+	err := jsonobj.Members(raw, func(name string, v jsontext.Value) error {
+		if name == "content" {
+			content = bytes.Clone(v) // v lives as long as the callback
+		}
+		return nil
+	})
+	return content, err
+}
+
+// decodeUsage reads a usage sample; null is nil.
+func decodeUsage(raw jsontext.Value) (*surface.Usage, error) {
+	if raw.Kind() == 'n' {
+		return nil, nil
+	}
+	u := new(surface.Usage)
+	err := jsonobj.Members(raw, func(name string, v jsontext.Value) error {
+		var p *int64
+		switch name {
+		case "inputTokens":
+			p = &u.Input
+		case "outputTokens":
+			p = &u.Output
+		case "cacheReadTokens":
+			p = &u.CacheRead
+		case "cacheWriteTokens":
+			p = &u.CacheWrite
+		case "reasoningTokens":
+			p = &u.Reasoning
+		default:
+			return nil
+		}
+		n, err := jsonobj.Int(v)
+		*p = 0
+		if n != nil {
+			*p = *n
+		}
+		return err
+	})
+	return u, err
 }
 
 // readStep decodes the {turn, step} of a step/start or step/end.
@@ -112,16 +159,26 @@ func readStep(e *surface.Event) (stepRef, *Error) {
 	return decodeStep(e)
 }
 
-// decodeStep is readStep with the reflection-based decoder.
+// decodeStep is readStep for the data the scanner leaves to a full
+// decoder.
 func decodeStep(e *surface.Event) (stepRef, *Error) {
-	var w stepWire
-	if err := json.Unmarshal(e.Data, &w); err != nil {
+	var turn, step *int64
+	err := jsonobj.Members(e.Data, func(name string, v jsontext.Value) (err error) {
+		switch name {
+		case "turn":
+			turn, err = jsonobj.Int(v)
+		case "step":
+			step, err = jsonobj.Int(v)
+		}
+		return err
+	})
+	if err != nil {
 		return stepRef{}, errorf(e, "data is not {turn, step}: %v", err)
 	}
-	if w.Turn == nil || w.Step == nil {
+	if turn == nil || step == nil {
 		return stepRef{}, errorf(e, "%s needs data.turn and data.step", e.Type)
 	}
-	return stepRef{*w.Turn, *w.Step}, nil
+	return stepRef{*turn, *step}, nil
 }
 
 // readHeader decodes a request/header as its canonical header.
@@ -144,11 +201,51 @@ func readContent(raw []byte) ([]surface.Block, error) {
 	return decodeContent(raw)
 }
 
-// decodeContent is readContent with the reflection-based decoder.
+// decodeContent is readContent for the content the scanner leaves to a
+// full decoder: a JSON array of blocks (null is no blocks), each read by
+// surface.Block.
 func decodeContent(raw []byte) ([]surface.Block, error) {
+	blocks, err := decodeBlocks(raw)
+	if err != nil {
+		return nil, errors.New("message content is unreadable: " + err.Error())
+	}
+	return blocks, nil
+}
+
+func decodeBlocks(raw []byte) ([]surface.Block, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
 	var blocks []surface.Block
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, fmt.Errorf("message content is unreadable: %w", err)
+	switch dec.PeekKind() {
+	case 'n':
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+	case '[':
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		blocks = []surface.Block{}
+		for dec.PeekKind() != ']' {
+			var b surface.Block
+			if err := b.UnmarshalJSONFrom(dec); err != nil {
+				return nil, err
+			}
+			blocks = append(blocks, b)
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+	default:
+		if _, err := dec.ReadValue(); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("not a JSON array")
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = errors.New("trailing data after the JSON value")
+		}
+		return nil, err
 	}
 	return blocks, nil
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/weirhost/weir/surface"
 )
 
@@ -88,18 +86,6 @@ type entry struct {
 // NewProjections returns the projections of an empty session.
 func NewProjections() *Projections { return &Projections{heur: newPricer(nil)} }
 
-type shadowWire struct {
-	Range *struct {
-		Start *int64 `json:"start"`
-		End   *int64 `json:"end"`
-	} `json:"shadowedRange"`
-	Count *int64 `json:"shadowedTokenCount"`
-}
-
-type contextWire struct {
-	ContextWindow *int64 `json:"contextWindow"`
-}
-
 // Observe folds the committed event e, which must carry the next seq. A
 // rejected event leaves the projections unchanged and is rejected
 // identically when observed again.
@@ -119,15 +105,15 @@ func (p *Projections) Observe(e surface.Event) error {
 	fail := func(err *Error) error { p.err = err; return err }
 	switch k := kindOf(e.Type); {
 	case e.Type == surface.TypeCompactionSummary || e.Type == surface.TypeCompactionPrune:
-		var w shadowWire
-		if err := json.Unmarshal(e.Data, &w); err != nil {
+		w, err := decodeShadowPrice(e.Data)
+		if err != nil {
 			return fail(errorf(&e, "unreadable shadow price: %v", err))
 		}
-		if w.Range != nil {
-			if w.Range.Start == nil || w.Range.End == nil || w.Count == nil {
+		if w.hasRange {
+			if w.start == nil || w.end == nil || w.count == nil {
 				return fail(errorf(&e, "shadowedRange needs start and end, and shadowedTokenCount must be given"))
 			}
-			st.claim = &claim{start: *w.Range.Start, end: *w.Range.End, count: *w.Count}
+			st.claim = &claim{start: *w.start, end: *w.end, count: *w.count}
 		}
 	case e.Type == surface.TypeRequestHeader:
 		h, err := readHeader(&e)
@@ -136,13 +122,13 @@ func (p *Projections) Observe(e surface.Event) error {
 		}
 		st.tools = EstimateTools(h.Tools)
 	case e.Type == surface.TypeRequestContext:
-		var w contextWire
-		if err := json.Unmarshal(e.Data, &w); err != nil {
+		w, err := decodeContextWindow(e.Data)
+		if err != nil {
 			return fail(errorf(&e, "unreadable request context: %v", err))
 		}
 		st.window = 0
-		if w.ContextWindow != nil {
-			st.window = *w.ContextWindow
+		if w != nil {
+			st.window = *w
 		}
 	case k != 0:
 		d, err := readSurface(&e, k)
