@@ -23,7 +23,7 @@ import (
 	"github.com/weirhost/weir/surface"
 )
 
-// hostBin is the command built once for every test.
+// hostBin is the command every test runs: this test binary (TestMain).
 var hostBin string
 
 // testHome is the home folder of every command the tests run: its config
@@ -67,7 +67,15 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// asCLI is the variable that makes the test binary run the command line
+// instead of the tests: the commands the tests run are this binary, linked
+// once by go test, not a second build of cmd/weir.
+const asCLI = "WEIR_CLI_TEST_AS_COMMAND"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asCLI) == "1" {
+		os.Exit(Main())
+	}
 	dir, err := runDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -82,19 +90,36 @@ func TestMain(m *testing.M) {
 	// In-process commands compile into the same cache, never the user's.
 	os.Setenv("WEIR_WAZERO_CACHE", wazeroCache)
 	code := 1
-	// Stripped (-s -w): no symbol table or DWARF, a quarter smaller and a
-	// third quicker to link and write, which is this package's fixed cost
-	// on every run; the packages come from the build cache the test binary
-	// filled (-trimpath would compile them all again).
-	if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", hostBin, "../weir").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build weir: %v\n%s", err, out)
+	if err := linkSelf(hostBin); err != nil {
+		fmt.Fprintf(os.Stderr, "the command the tests run: %v\n", err)
 	} else if err := os.MkdirAll(testHome, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
 		code = m.Run()
 	}
 	os.RemoveAll(dir)
+	os.Remove(testRunsDir) // only when no other run is using it
 	os.Exit(code)
+}
+
+// linkSelf puts this test binary at path, hard-linked (copied where the
+// folders are on different file systems), so that the commands run under
+// the name "weir" and from outside go's build folder, as an installed
+// binary does: os.Args[0] names the program in messages, and a binary in
+// go's build folder is taken for one "go run" built (demo.go).
+func linkSelf(path string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if os.Link(self, path) == nil {
+		return nil
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o755)
 }
 
 // hostEnv is the whole environment of a command the tests run: nothing of
@@ -109,6 +134,7 @@ func hostEnv(extra ...string) []string {
 		"XDG_CONFIG_HOME=" + filepath.Join(testHome, ".config"),
 		"XDG_CACHE_HOME=" + filepath.Join(testHome, ".cache"),
 		"WEIR_WAZERO_CACHE=" + wazeroCache,
+		asCLI + "=1",
 	}
 	return append(env, extra...)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/surface"
 	"github.com/weirhost/weir/surface/jsonl"
 )
@@ -45,7 +46,7 @@ import (
 //	git stash; go build -o host-old ./cmd/weir; git stash pop
 //	WEIR_STARTUP_BASELINE=$PWD/host-old go test ./cmd/host -run '^$' -bench Startup -benchtime 10x
 func BenchmarkStartup(b *testing.B) {
-	builds := benchBuilds()
+	builds := benchBuilds(b)
 	for _, cold := range []bool{false, true} {
 		name := "warm"
 		if cold {
@@ -102,10 +103,14 @@ func BenchmarkStartup(b *testing.B) {
 // carry its prefix.
 type build struct{ prefix, path string }
 
-// benchBuilds is the command under test and the builds named by
-// WEIR_STARTUP_BASELINE.
-func benchBuilds() []build {
-	builds := []build{{"", hostBin}}
+// benchBuilds is the command under test, built here as it is installed
+// (stripped, and without the test binary's tests, which hostBin carries),
+// and the builds named by WEIR_STARTUP_BASELINE.
+func benchBuilds(b *testing.B) []build {
+	bin := filepath.Join(b.TempDir(), "weir")
+	out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "../weir").CombinedOutput()
+	require.NoError(b, err, string(out))
+	builds := []build{{"", bin}}
 	for _, old := range filepath.SplitList(os.Getenv("WEIR_STARTUP_BASELINE")) {
 		builds = append(builds, build{filepath.Base(old) + ":", old})
 	}
@@ -141,7 +146,7 @@ type startRun struct {
 func BenchmarkResumedTurn(b *testing.B) {
 	var runs []startRun
 	var resumers []*resumer
-	for _, bld := range benchBuilds() {
+	for _, bld := range benchBuilds(b) {
 		for _, off := range []bool{false, true} {
 			prefix := bld.prefix
 			if off {
