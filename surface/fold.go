@@ -1,10 +1,6 @@
 package surface
 
-import (
-	"slices"
-
-	"github.com/go-json-experiment/json"
-)
+import "slices"
 
 // node is one surface position.
 type node struct {
@@ -203,55 +199,10 @@ func checkToolRewrite(e *Event, shadowed []node, lookup lookupFunc) *Error {
 	if orig == nil {
 		return errorf(e.Seq, e.Type, RuleToolRewrite, "a tool/result replacement must target a current tool/result")
 	}
-	a, errA := withoutResultContent(orig.Data)
-	b, errB := withoutResultContent(e.Data)
-	if errA != nil || errB != nil || !jsonEqual(a, b) {
+	if !sameExceptResultContent(orig.Data, e.Data) {
 		return errorf(e.Seq, e.Type, RuleToolRewrite, "a tool/result replacement may change only content (the tool-result block's inner content)")
 	}
 	return nil
-}
-
-// withoutResultContent decodes tool/result data generically and removes the
-// inner content of its single tool-result block.
-func withoutResultContent(data []byte) (any, error) {
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		return nil, err
-	}
-	if m, ok := v.(map[string]any); ok {
-		if msg, ok := m["message"].(map[string]any); ok {
-			if c, ok := msg["content"].([]any); ok && len(c) == 1 {
-				if blk, ok := c[0].(map[string]any); ok {
-					delete(blk, "content")
-				}
-			}
-		}
-	}
-	return v, nil
-}
-
-// jsonEqual compares generic JSON values: arrays element-wise, objects by key
-// set and values.
-func jsonEqual(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !jsonEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		return ok && slices.EqualFunc(x, y, jsonEqual)
-	default:
-		return a == b
-	}
 }
 
 // validData checks that data is one lossless JSON object (2.1): valid

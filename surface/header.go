@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -90,15 +89,6 @@ func eqPtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-// headerWire is the header as read from a log, with the fields that v3
-// refuses kept so they can be named.
-type headerWire struct {
-	Config          *CallConfig    `json:"config"`
-	AdapterDefaults jsontext.Value `json:"adapterDefaults"`
-	Tools           jsontext.Value `json:"tools"`
-	System          jsontext.Value `json:"system"`
-}
-
 func (w *headerWire) check() (Header, string) {
 	if w == nil {
 		return Header{}, "data.header must be an object"
@@ -111,43 +101,51 @@ func (w *headerWire) check() (Header, string) {
 	}
 	h := Header{Config: *w.Config}
 	if len(w.Tools) > 0 {
-		if err := json.Unmarshal(w.Tools, &h.Tools); err != nil || w.Tools.Kind() != '[' {
+		if w.Tools.Kind() != '[' {
 			return Header{}, "header.tools must be an array of tool schemas"
 		}
+		h.Tools = []jsontext.Value{}
+		elements(w.Tools, func(v []byte) bool {
+			h.Tools = append(h.Tools, bytes.Clone(v))
+			return true
+		})
 		if len(h.Tools) == 0 {
 			return Header{}, "header.tools, when present, must be non-empty"
 		}
-		for i := range h.Tools {
-			h.Tools[i] = h.Tools[i].Clone()
-		}
 	}
 	if len(w.AdapterDefaults) > 0 {
-		var m map[string]jsontext.Value
-		if err := json.Unmarshal(w.AdapterDefaults, &m); err != nil {
+		switch w.AdapterDefaults.Kind() {
+		case '{':
+		case 'n':
+			return Header{}, "header.adapterDefaults, when present, must be non-empty"
+		default:
 			return Header{}, "header.adapterDefaults must be an object"
 		}
-		if len(m) == 0 {
-			return Header{}, "header.adapterDefaults, when present, must be non-empty"
-		}
 		h.AdapterDefaults = &AdapterDefaults{}
-		for k, v := range m {
-			if v.Kind() != 't' {
-				return Header{}, "header.adapterDefaults." + k + " must be exactly true"
-			}
-			switch k {
-			case "reasoningEffort":
-				if h.Config.ReasoningEffort == "" {
-					return Header{}, "header.adapterDefaults marks reasoningEffort, which config lacks"
-				}
+		bad := ""
+		members(w.AdapterDefaults, func(key, v []byte) bool {
+			k := str(key)
+			switch {
+			case kindOf(v) != 't':
+				bad = "header.adapterDefaults." + k + " must be exactly true"
+			case k == "reasoningEffort" && h.Config.ReasoningEffort == "":
+				bad = "header.adapterDefaults marks reasoningEffort, which config lacks"
+			case k == "reasoningEffort":
 				h.AdapterDefaults.ReasoningEffort = true
-			case "maxTokens":
-				if h.Config.MaxTokens == nil {
-					return Header{}, "header.adapterDefaults marks maxTokens, which config lacks"
-				}
+			case k == "maxTokens" && h.Config.MaxTokens == nil:
+				bad = "header.adapterDefaults marks maxTokens, which config lacks"
+			case k == "maxTokens":
 				h.AdapterDefaults.MaxTokens = true
 			default:
-				return Header{}, "header.adapterDefaults has unknown key " + quote(k)
+				bad = "header.adapterDefaults has unknown key " + quote(k)
 			}
+			return bad == ""
+		})
+		if bad != "" {
+			return Header{}, bad
+		}
+		if !h.AdapterDefaults.ReasoningEffort && !h.AdapterDefaults.MaxTokens {
+			return Header{}, "header.adapterDefaults, when present, must be non-empty"
 		}
 	}
 	return h.Canonical(), ""

@@ -1,9 +1,6 @@
 package surface
 
-import (
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-)
+import "github.com/go-json-experiment/json/jsontext"
 
 // Roles of a Message.
 const (
@@ -89,87 +86,12 @@ func ToolResult(callID string, isError bool, content ...Block) Block {
 	return Block{Type: BlockToolResult, ToolCallID: callID, IsError: isError, Content: content}
 }
 
-type blockWire struct {
-	Type       string         `json:"type"`
-	Text       *string        `json:"text,omitzero"`
-	ID         *string        `json:"id,omitzero"`
-	Name       *string        `json:"name,omitzero"`
-	Arguments  *string        `json:"arguments,omitzero"`
-	ToolCallID *string        `json:"toolCallId,omitzero"`
-	IsError    *bool          `json:"isError,omitzero"`
-	Content    []Block        `json:"content,omitzero"`
-	Unknown    jsontext.Value `json:",embed"`
-}
-
-// MarshalJSONTo writes the block with the members its type defines. A block
-// of an unknown type is written exactly as it was read.
-func (b Block) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if !b.known() {
-		if len(b.Unknown) > 0 {
-			return enc.WriteValue(b.Unknown)
-		}
-		return json.MarshalEncode(enc, &blockWire{Type: b.Type})
-	}
-	w := blockWire{Type: b.Type, Unknown: b.Unknown}
-	switch b.Type {
-	case BlockText, BlockReasoning:
-		w.Text = &b.Text
-	case BlockToolCall:
-		w.ID, w.Name, w.Arguments = &b.ID, &b.Name, &b.Arguments
-	case BlockToolResult:
-		w.ToolCallID, w.IsError = &b.ToolCallID, &b.IsError
-		w.Content = b.Content
-		if w.Content == nil {
-			w.Content = []Block{}
-		}
-	}
-	return json.MarshalEncode(enc, &w)
-}
-
 func (b *Block) known() bool {
 	switch b.Type {
 	case BlockText, BlockReasoning, BlockToolCall, BlockToolResult:
 		return true
 	}
 	return false
-}
-
-// UnmarshalJSONFrom reads a block. A block of an unknown type keeps its whole
-// JSON object in Unknown.
-func (b *Block) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	raw, err := dec.ReadValue()
-	if err != nil {
-		return err
-	}
-	var typ string
-	members(raw, func(k, v []byte) bool {
-		if keyIs(k, "type") && kindOf(v) == '"' {
-			typ = str(v)
-			return false
-		}
-		return true
-	})
-	*b = Block{Type: typ}
-	if !b.known() {
-		b.Unknown = raw.Clone()
-		return nil
-	}
-	var w blockWire
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return err
-	}
-	str := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	b.Text, b.ID, b.Name, b.Arguments, b.ToolCallID = str(w.Text), str(w.ID), str(w.Name), str(w.Arguments), str(w.ToolCallID)
-	if w.IsError != nil {
-		b.IsError = *w.IsError
-	}
-	b.Content, b.Unknown = w.Content, w.Unknown
-	return nil
 }
 
 // TextOf returns the concatenated text of the text blocks in content.

@@ -3,7 +3,6 @@ package surface
 import (
 	"strconv"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -107,13 +106,13 @@ func payloadFrom(e *Event, f *dataFacts) (payload, *Error) {
 		}
 		p.callID, p.errCode = string(m.callID), f.errCode
 	case TypeRequestHeader:
-		var d headerData
-		if err := json.Unmarshal(e.Data, &d, decodeOpts); err != nil {
+		d, err := decodeHeaderData(e.Data)
+		if err != nil {
 			return payload{}, errorf(e.Seq, e.Type, RuleHeader, "data is not a request header: %v", err)
 		}
-		h, err := d.Header.check()
-		if err != "" {
-			return payload{}, errorf(e.Seq, e.Type, RuleHeader, "%s", err)
+		h, bad := d.Header.check()
+		if bad != "" {
+			return payload{}, errorf(e.Seq, e.Type, RuleHeader, "%s", bad)
 		}
 		if d.Reason == nil {
 			return payload{}, errorf(e.Seq, e.Type, RuleHeader, "reason is missing")
@@ -395,14 +394,6 @@ func (p *parser) block(depth int, bad *string) blockFacts {
 	return b
 }
 
-type headerData struct {
-	Header       *headerWire    `json:"header"`
-	Reason       *string        `json:"reason"`
-	StartsSeries jsontext.Value `json:"startsSeries"`
-}
-
-var decodeOpts = json.JoinOptions(json.RejectUnknownMembers(false))
-
 // check applies the common message rules of 3.3.
 func (f *msgFacts) check(role string) string {
 	switch {
@@ -423,7 +414,7 @@ func (l *Log) message(i int64) *Message {
 	p := &l.pay[i]
 	if p.msg == nil && p.msgRaw != nil {
 		var m Message
-		if err := json.Unmarshal(p.msgRaw, &m, decodeOpts); err != nil {
+		if err := decodeMessage(p.msgRaw, &m); err != nil {
 			// Admission checked every member's kind, so this cannot happen
 			// for a committed event.
 			panic("surface: committed message at seq " + strconv.FormatInt(l.events[i].Seq, 10) + " does not decode: " + err.Error())
