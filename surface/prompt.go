@@ -138,6 +138,10 @@ type ToolError struct {
 
 // Data encodes v as event data: deterministic JSON. It fails for values
 // that have no lossless JSON form (NaN, infinities, channels, functions).
+// It is the one function of the package that uses json's reflection, and
+// nothing else in the package calls it: a plugin that does not call it
+// does not link the reflective marshaler. Messages and blocks encode
+// without reflection (Message.MarshalJSONTo, AppendMessage).
 func Data(v any) ([]byte, error) {
 	return json.Marshal(v, json.Deterministic(true))
 }

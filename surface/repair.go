@@ -1,6 +1,10 @@
 package surface
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
 
 // Texts of the synthetic results crash repair writes (13.4).
 const (
@@ -82,24 +86,56 @@ func (l *Log) Closers(newID func() string) ([]Proposal, error) {
 				if seq, ok := calls[b.ID]; ok {
 					code, text, sources = CodeToolOutcomeUnknown, outcomeUnknownText, []int64{seq}
 				}
-				data, err := Data(StepMessage{Turn: turn, Step: step,
-					Message: Message{ID: newID(), Role: RoleUser, Source: Source{Kind: "tool", CallID: b.ID},
-						Content: []Block{ToolResult(b.ID, true, Text(text))}},
-					Error: &ToolError{Name: b.Name, Code: code, Reason: "session interrupted"}})
+				data, err := interruptedResult(turn, step, Message{ID: newID(), Role: RoleUser, Source: Source{Kind: "tool", CallID: b.ID},
+					Content: []Block{ToolResult(b.ID, true, Text(text))}}, ToolError{Name: b.Name, Code: code, Reason: "session interrupted"})
 				if err != nil {
 					return nil, err
 				}
 				out = append(out, Proposal{Type: TypeToolResult, Data: data, Op: Append, Sources: sources})
 			}
 		}
-		data, _ := Data(map[string]int64{"turn": turn, "step": step})
+		data, _ := encode(func(w *writer) {
+			w.tok(jsontext.BeginObject)
+			w.int("step", step)
+			w.int("turn", turn)
+			w.tok(jsontext.EndObject)
+		})
 		out = append(out, Proposal{Type: TypeStepEnd, Data: data})
 	}
-	data, err := Data(TurnEnd{Turn: turn, Reason: EndReason{Kind: EndInterrupted}})
+	data, err := encode(func(w *writer) {
+		w.tok(jsontext.BeginObject)
+		w.int("turn", turn)
+		w.tok(jsontext.String("reason"))
+		w.tok(jsontext.BeginObject)
+		w.str("kind", EndInterrupted)
+		w.tok(jsontext.EndObject)
+		w.tok(jsontext.EndObject)
+	})
 	if err != nil {
 		return nil, err
 	}
 	return append(out, Proposal{Type: TypeTurnEnd, Data: data}), nil
+}
+
+// interruptedResult is the data of a closing tool/result: what Data writes
+// for a StepMessage with these fields.
+func interruptedResult(turn, step int64, m Message, te ToolError) ([]byte, error) {
+	return encode(func(w *writer) {
+		w.tok(jsontext.BeginObject)
+		w.int("turn", turn)
+		w.int("step", step)
+		w.tok(jsontext.String("message"))
+		if w.err == nil {
+			w.err = m.MarshalJSONTo(w.enc)
+		}
+		w.tok(jsontext.String("error"))
+		w.tok(jsontext.BeginObject)
+		w.str("name", te.Name)
+		w.str("code", te.Code)
+		w.strOmit("reason", te.Reason)
+		w.tok(jsontext.EndObject)
+		w.tok(jsontext.EndObject)
+	})
 }
 
 // Repair appends the crash-repair closers (see Closers), stamped with the

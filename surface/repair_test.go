@@ -47,6 +47,17 @@ func TestK120_CrashRepairClosers(t *testing.T) {
 	require.Equal(t, surface.TypeStepEnd, evs[2].Type)
 	require.Equal(t, surface.TypeTurnEnd, evs[3].Type)
 	require.JSONEq(t, `{"turn":1,"reason":{"kind":"interrupted"}}`, string(evs[3].Data))
+	// The closers are written byte for byte as Data writes their values.
+	for i, v := range []any{
+		surface.StepMessage{Turn: 1, Step: 1, Message: r1.Message, Error: &r1.Error},
+		surface.StepMessage{Turn: 1, Step: 1, Message: r2.Message, Error: &r2.Error},
+		map[string]int64{"turn": 1, "step": 1},
+		surface.TurnEnd{Turn: 1, Reason: surface.EndReason{Kind: surface.EndInterrupted}},
+	} {
+		want, err := surface.Data(v)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(evs[i].Data))
+	}
 	for _, e := range evs {
 		require.Equal(t, last, e.Time, "closers carry the last event's time")
 	}

@@ -287,6 +287,11 @@ func (w *writer) str(name, v string) {
 	w.tok(jsontext.String(v))
 }
 
+func (w *writer) int(name string, v int64) {
+	w.tok(jsontext.String(name))
+	w.tok(jsontext.Int(v))
+}
+
 // strOmit writes a string member unless it is empty.
 func (w *writer) strOmit(name, v string) {
 	if v != "" {
@@ -409,10 +414,20 @@ func (b Block) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // AppendMessage appends the JSON encoding of m to dst.
 func AppendMessage(dst []byte, m *Message) ([]byte, error) {
-	buf := bytes.NewBuffer(dst)
-	enc := jsontext.NewEncoder(buf)
-	if err := m.MarshalJSONTo(enc); err != nil {
+	out, err := encode(func(w *writer) { w.err = m.MarshalJSONTo(w.enc) })
+	if err != nil {
 		return dst, err
+	}
+	return append(dst, out...), nil
+}
+
+// encode returns what fn writes: one JSON value.
+func encode(fn func(w *writer)) ([]byte, error) {
+	var buf bytes.Buffer
+	w := writer{enc: jsontext.NewEncoder(&buf)}
+	fn(&w)
+	if w.err != nil {
+		return nil, w.err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
@@ -565,7 +580,17 @@ func decodeStrings(member string, raw []byte) ([]string, error) {
 // strings by their unescaped text and numbers by their float64 value. A
 // number beyond the float64 range anywhere in either makes them unequal.
 func sameExceptResultContent(a, b []byte) bool {
+	a, b = trimSpace(a), trimSpace(b)
 	return finiteNumbers(resultContent(a)) && finiteNumbers(resultContent(b)) && equalValue(a, b, posData)
+}
+
+// trimSpace returns b without the JSON whitespace around it.
+func trimSpace(b []byte) []byte {
+	b = b[skipSpace(b, 0):]
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // Positions on the path to the inner content that the comparison sets aside.

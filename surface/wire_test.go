@@ -67,7 +67,14 @@ func checkDecode(t *testing.T, raw []byte) {
 	t.Helper()
 	want, wantErr := surface.OracleDecodeMessage(raw)
 	got, gotErr := surface.DecodeMessage(raw)
-	require.Equal(t, decodeClass(wantErr), decodeClass(gotErr), "decode %q: oracle %v, wire %v", raw, wantErr, gotErr)
+	wantClass, gotClass := decodeClass(wantErr), decodeClass(gotErr)
+	if wantClass == "kind" && gotClass == "syntax" && !jsontext.Value(raw).IsValid() {
+		// The reflective decoder stops at a top-level value of the wrong
+		// kind before reading the invalid text after it; DecodeMessage
+		// checks the text first. Both refuse.
+		wantClass = "syntax"
+	}
+	require.Equal(t, wantClass, gotClass, "decode %q: oracle %v, wire %v", raw, wantErr, gotErr)
 	if wantErr != nil {
 		return
 	}
