@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
+	"github.com/weirhost/weir/plugins/token-meter/meter"
 )
 
 // reflectConfig is how the configuration was read before decodeConfig:
@@ -69,7 +70,7 @@ func TestMessageContentMatchesReflective(t *testing.T) {
 			Content jsontext.Value `json:"content"`
 		}
 		werr := json.Unmarshal([]byte(in), &want)
-		got, err := messageContent([]byte(in))
+		got, err := meter.MessageContent([]byte(in))
 		if (werr == nil) != (err == nil) {
 			t.Errorf("%s: reflective error %v, jsontext error %v", in, werr, err)
 			continue

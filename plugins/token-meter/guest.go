@@ -8,12 +8,10 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/weirhost/weir/plugins/token-meter/meter"
 	"github.com/weirhost/weir/sdk"
 	"github.com/weirhost/weir/sdk/abi"
-	"github.com/weirhost/weir/sdk/jsonobj"
 	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
 )
@@ -237,24 +235,11 @@ func (c *counting) content(seq int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	content, err := messageContent(raw)
+	content, err := meter.MessageContent(raw)
 	if err != nil {
 		return nil, errors.New("message of seq " + strconv.FormatInt(seq, 10) + ": " + err.Error())
 	}
 	return content, nil
-}
-
-// messageContent returns the raw content member of a message (nil when
-// absent), skipping the other members.
-func messageContent(raw []byte) (jsontext.Value, error) {
-	var content jsontext.Value
-	err := jsonobj.Members(raw, func(name string, v jsontext.Value) error {
-		if name == "content" {
-			content = bytes.Clone(v) // v lives as long as the callback
-		}
-		return nil
-	})
-	return content, err
 }
 
 var baselines = map[string]abi.BaselineKind{

@@ -67,7 +67,7 @@ func decodeSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
 	var content jsontext.Value
 	if k == kindUser {
 		var err error
-		if content, err = contentOf(e.Data); err != nil {
+		if content, err = MessageContent(e.Data); err != nil {
 			return d, errorf(e, "data is not a message: %v", err)
 		}
 	} else {
@@ -81,7 +81,7 @@ func decodeSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
 				step, err = jsonobj.Int(v)
 			case "message":
 				msg = v.Kind() != 'n'
-				content, err = contentOf(v)
+				content, err = MessageContent(v)
 			case "stream":
 				d.stream = bytes.Clone(v)
 			case "usage":
@@ -106,9 +106,9 @@ func decodeSurface(e *surface.Event, k nodeKind) (surfaceData, *Error) {
 	return d, nil
 }
 
-// contentOf returns the raw content member of a message object (nil when
+// MessageContent returns the raw content member of a message object (nil when
 // absent or when raw is null).
-func contentOf(raw []byte) (jsontext.Value, error) {
+func MessageContent(raw []byte) (jsontext.Value, error) {
 	var content jsontext.Value
 	err := jsonobj.Members(raw, func(name string, v jsontext.Value) error {
 		if name == "content" {
