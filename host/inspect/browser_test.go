@@ -28,12 +28,12 @@ import (
 // temporary folder.
 
 var chromium struct {
-	once    sync.Once
-	path    string
-	ctx     context.Context // the browser
-	cancel  func()
-	dir     string // the profile and the browser's TMPDIR, removed at exit
-	err     error
+	once   sync.Once
+	path   string
+	ctx    context.Context // the browser
+	cancel func()
+	dir    string // the profile and the browser's TMPDIR, removed at exit
+	err    error
 }
 
 func TestMain(m *testing.M) {
