@@ -69,7 +69,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		os.RemoveAll(dir)
+		os.Remove(runsDir) // only when no other run is using it
+	}()
 	host.bin = filepath.Join(dir, "weir")
 	host.home = filepath.Join(dir, "home")
 	host.wazeroCache = os.Getenv("WEIR_WAZERO_CACHE")
