@@ -33,6 +33,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -133,7 +134,9 @@ type Cache struct {
 }
 
 // Build returns the path of the cached module of each package directory,
-// building the ones whose content hash is not cached yet, in parallel.
+// building the ones whose content hash is not cached yet: the first alone,
+// the rest in parallel. Processes sharing the directory build one at a
+// time (an flock on its .lock file), so each module is built once.
 func (c *Cache) Build(ctx context.Context, dirs ...string) ([]string, error) {
 	if len(dirs) == 0 {
 		return nil, nil
@@ -150,35 +153,64 @@ func (c *Cache) Build(ctx context.Context, dirs ...string) ([]string, error) {
 		return nil, err
 	}
 	paths := make([]string, len(dirs))
-	errs := make([]error, len(dirs))
+	var missing []int
+	for i := range dirs {
+		paths[i] = filepath.Join(cacheDir, keys[i]+".wasm")
+		if _, err := os.Stat(paths[i]); err != nil {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return paths, nil
+	}
+	// One process builds at a time: test packages that go test runs side
+	// by side would otherwise each compile the same wasip1 standard library
+	// into a cold build cache. A module another process built meanwhile is
+	// not built again.
+	unlock, err := lockDir(cacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("wasmbuild cache %s: %w", cacheDir, err)
+	}
+	defer unlock()
+	missing = slices.DeleteFunc(missing, func(i int) bool {
+		_, err := os.Stat(paths[i])
+		return err == nil
+	})
+	build := func(i int) error {
+		tmp, err := os.CreateTemp(cacheDir, "build-*.tmp")
+		if err != nil {
+			return err
+		}
+		tmp.Close()
+		defer os.Remove(tmp.Name())
+		if err := Build(ctx, dirs[i], tmp.Name()); err != nil {
+			return err
+		}
+		return os.Rename(tmp.Name(), paths[i])
+	}
+	if len(missing) == 0 {
+		return paths, nil
+	}
+	// The first build runs alone, so that the parallel ones find what they
+	// share (the standard library, common dependencies) in go's build
+	// cache instead of all compiling it at once.
+	if err := build(missing[0]); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(missing))
 	jobs := c.Jobs
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0)
 	}
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
-	for i, dir := range dirs {
-		paths[i] = filepath.Join(cacheDir, keys[i]+".wasm")
-		if _, err := os.Stat(paths[i]); err == nil {
-			continue
-		}
+	for k, i := range missing[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			tmp, err := os.CreateTemp(cacheDir, "build-*.tmp")
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			tmp.Close()
-			defer os.Remove(tmp.Name())
-			if err := Build(ctx, dir, tmp.Name()); err != nil {
-				errs[i] = err
-				return
-			}
-			errs[i] = os.Rename(tmp.Name(), paths[i])
+			errs[k] = build(i)
 		}()
 	}
 	wg.Wait()

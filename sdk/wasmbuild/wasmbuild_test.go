@@ -113,3 +113,39 @@ func TestEnvPinsTheTarget(t *testing.T) {
 	require.Equal(t, []string{"GOOS=wasip1"}, goos)
 	require.Equal(t, []string{"GOFLAGS="}, flags)
 }
+
+// A build waits while another process holds the cache directory, and does
+// not rebuild a module that process put there meanwhile.
+func TestCacheBuildWaitsForAnotherBuilder(t *testing.T) {
+	ctx := context.Background()
+	keys, err := Keys(ctx, "testdata/echo")
+	require.NoError(t, err)
+	c := Cache{Dir: t.TempDir()}
+	unlock, err := lockDir(c.Dir)
+	require.NoError(t, err)
+	type result struct {
+		paths []string
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		paths, err := c.Build(ctx, "testdata/echo")
+		done <- result{paths, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("Build returned while the directory was locked: %v %v", r.paths, r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// The other builder's module, under the key Build is waiting to build.
+	theirs := []byte("\x00asm\x01\x00\x00\x00")
+	want := filepath.Join(c.Dir, keys[0]+".wasm")
+	require.NoError(t, os.WriteFile(want, theirs, 0o644))
+	unlock()
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, []string{want}, r.paths)
+	got, err := os.ReadFile(want)
+	require.NoError(t, err)
+	require.Equal(t, theirs, got, "a module built while Build waited is not built again")
+}
