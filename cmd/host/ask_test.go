@@ -18,6 +18,7 @@ import (
 // line per question, shares its reader with the chat loop, and denies on
 // anything but y or yes, at the end of input and at the call's deadline.
 func TestTerminalAsk(t *testing.T) {
+	t.Parallel()
 	var stderr bytes.Buffer
 	in := &lineReader{r: strings.NewReader("y\nno\nYES\n\n")}
 	finished := 0

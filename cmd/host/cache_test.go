@@ -30,6 +30,7 @@ func cacheEntries(t *testing.T, cache string) []string {
 // and compiled again, and the next run is quiet. (The module is the tiny
 // one, so that the test's compilations take no time.)
 func TestCorruptCacheEntryIsRecompiled(t *testing.T) {
+	t.Parallel()
 	dir, cache := tinyPluginDir(t), t.TempDir()
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}
 	r := runHostEnv(t, dir, "", env, "run", "--model", tourModel(t), "hello")
@@ -60,6 +61,7 @@ func TestCorruptCacheEntryIsRecompiled(t *testing.T) {
 // TestGroupWritableCacheIsIgnored: a cache folder others may write is not
 // read or written; the run compiles in memory and says why.
 func TestGroupWritableCacheIsIgnored(t *testing.T) {
+	t.Parallel()
 	dir, cache := tinyPluginDir(t), t.TempDir()
 	require.NoError(t, os.Chmod(cache, 0o775))
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}
@@ -81,6 +83,7 @@ func TestGroupWritableCacheIsIgnored(t *testing.T) {
 // dropped with a warning, the module compiles again and the run succeeds.
 // (Both modules are tiny ones, so that the compilations take no time.)
 func TestForeignCacheEntryIsRefused(t *testing.T) {
+	t.Parallel()
 	dir, cache, other := tinyPluginDir(t), t.TempDir(), t.TempDir()
 	env := []string{"WEIR_WAZERO_CACHE=" + cache}
 	r := runHostEnv(t, dir, "", env, "run", "--model", tourModel(t), "hello")

@@ -39,6 +39,7 @@ func (l *lockedBuffer) String() string {
 // prepares its step) is taken back and the prompt says so; the next line
 // goes out alone, and the cancelled one is not in the log.
 func TestChatTakesBackACancelledLine(t *testing.T) {
+	t.Parallel()
 	s := host.NewSession("chat-test", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
 	model := llm.NewScripted(&llm.Script{Replies: []llm.ScriptReply{{Text: "hi", Repeat: true}}})
 	a, err := host.NewAgent(s, host.Config{Route: host.Route{Provider: "offline", Model: "m", ContextWindow: 1000}, Model: model})

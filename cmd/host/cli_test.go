@@ -22,6 +22,7 @@ import (
 )
 
 func TestTermSafe(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, in, multi, line string }{
 		{"plain", "hello, 世界", "hello, 世界", "hello, 世界"},
 		{"right-to-left override", "abc\u202eevil", `abc\u202eevil`, `abc\u202eevil`},
@@ -46,6 +47,7 @@ func TestTermSafe(t *testing.T) {
 }
 
 func TestParseArgs(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		args    []string
@@ -85,6 +87,7 @@ func TestParseArgs(t *testing.T) {
 }
 
 func TestHelpAndUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cases := []struct {
 		name   string
@@ -131,6 +134,7 @@ func TestHelpAndUsage(t *testing.T) {
 }
 
 func TestFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
 	// The flag after the prompt is a flag, not part of the prompt.
@@ -153,6 +157,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 // TestDemoSampleIsFresh: the committed sample log is exactly what
 // "demo --fixed-clock" writes today, from any folder.
 func TestDemoSampleIsFresh(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "demo.jsonl")
 	r := runHost(t, dir, "", "demo", "--fixed-clock", "--out", file)
@@ -190,6 +195,7 @@ func TestDemoSampleIsFresh(t *testing.T) {
 // TestDemoSessionNamesDoNotCollide: demos started together get files of
 // their own.
 func TestDemoSessionNamesDoNotCollide(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	type outcome struct {
@@ -226,6 +232,7 @@ func TestDemoSessionNamesDoNotCollide(t *testing.T) {
 // when it holds only what another wazero version left there; a warm one is
 // not.
 func TestCompileNotice(t *testing.T) {
+	t.Parallel()
 	dir := tinyPluginDir(t) // a module that compiles at once
 	cache := filepath.Join(dir, "cache")
 	writeFile(t, filepath.Join(cache, "wazero-v0.0.1-amd64-linux", "0123abcd"), "stale")
@@ -244,6 +251,7 @@ func TestCompileNotice(t *testing.T) {
 // order, not the first to fail: "slow" fails only after it compiled and
 // described itself, "fast" fails at once on its bytes.
 func TestPluginLoadErrorIsTheFirstConfigured(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "junk.wasm")
 	writeFile(t, junk, "\x00asm\x01\x00\x00\x00\xff not a module")
@@ -262,6 +270,7 @@ func TestPluginLoadErrorIsTheFirstConfigured(t *testing.T) {
 // TestOfflineRouteAnywhere: the default offline route's script ships in
 // the binary.
 func TestOfflineRouteAnywhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := runHost(t, dir, "", "run", "--route", "offline", "--session", filepath.Join(dir, "s.jsonl"), "what files are here?")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -275,6 +284,7 @@ func TestOfflineRouteAnywhere(t *testing.T) {
 }
 
 func TestMessagesNameTheCause(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	v2log := filepath.Join(dir, "old.jsonl")
 	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "surface", "v2", "testdata", "session.v2.jsonl"))
@@ -321,6 +331,7 @@ func TestMessagesNameTheCause(t *testing.T) {
 // TestOpenAITokenizers: a route priced with o200k or cl100k is counted by
 // the host's tokenizers through the token-meter plugin, not refused.
 func TestOpenAITokenizers(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
 	for _, tok := range []string{"o200k", "cl100k"} {
@@ -340,6 +351,7 @@ func TestOpenAITokenizers(t *testing.T) {
 // TestLocalServerNeedsNoKey: a loopback base URL works without a key; the
 // provider picks the tokenizer.
 func TestLocalServerNeedsNoKey(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
 	cases := []struct{ provider, tokenizer string }{{"ollama", "heuristic"}, {"openai", "heuristic"}, {"deepseek", "deepseek-v3"}}
@@ -364,6 +376,7 @@ func TestLocalServerNeedsNoKey(t *testing.T) {
 // TestModelTextIsEscapedOnTheTerminal: control and bidi characters a model
 // sends are shown escaped; the log keeps them as they were.
 func TestModelTextIsEscapedOnTheTerminal(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
@@ -388,6 +401,7 @@ func TestModelTextIsEscapedOnTheTerminal(t *testing.T) {
 // TestSecondInterruptQuitsAtOnce: two Ctrl-Cs in a row end the run with
 // status 130, and what was written replays.
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
@@ -429,6 +443,7 @@ func readFile(t *testing.T, path string) string {
 // TestExplainNamesTheCause: errors a person can act on lead with the cause
 // and the fix; others pass through unchanged.
 func TestExplainNamesTheCause(t *testing.T) {
+	t.Parallel()
 	full := fmt.Errorf("session log s.jsonl: append seq 4..6: write: %w", &os.PathError{Op: "write", Path: "s.jsonl", Err: syscall.ENOSPC})
 	race := fmt.Errorf("session log s.jsonl: append seq 0..3: publish: %w: another session was created at this path; refusing to overwrite it", fs.ErrExist)
 	v2 := fmt.Errorf("open: %w", &jsonl.VersionError{Path: "old.jsonl", Version: 2})
@@ -458,6 +473,7 @@ func TestExplainNamesTheCause(t *testing.T) {
 // TestTermWriter: log lines are escaped; a JSON line stays JSON and keeps
 // its meaning.
 func TestTermWriter(t *testing.T) {
+	t.Parallel()
 	var text bytes.Buffer
 	_, err := termWriter{w: &text}.Write([]byte("plugin says \x1b[2J\u202eboo\n"))
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 // asks it what it completes: commands at the first word, a command's own
 // flags after it.
 func TestBashCompletionCompletes(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	require.NoError(t, err, "the test needs bash")
 	dir := t.TempDir()
@@ -50,6 +51,7 @@ func TestBashCompletionCompletes(t *testing.T) {
 // TestCompletionScripts: the zsh and fish scripts name every command and
 // every flag of run; a shell that is installed parses them (-n).
 func TestCompletionScripts(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, shell := range []string{"zsh", "fish"} {
 		t.Run(shell, func(t *testing.T) {

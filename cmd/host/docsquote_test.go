@@ -111,6 +111,7 @@ func excerptOf(want, got any) bool {
 }
 
 func TestRequireExcerpt(t *testing.T) {
+	t.Parallel()
 	got := map[string]any{"a": "hello world", "n": 3.0, "l": []any{1.0, 2.0, 3.0}, "extra": true}
 	cases := []struct {
 		want any
@@ -147,6 +148,7 @@ func TestConfigErrorsDocExample(t *testing.T) {
 // turn's line on standard error is as the doc's local-server example
 // says.
 func TestRunJSONDocExample(t *testing.T) {
+	t.Parallel()
 	doc := readDoc(t, "docs/cli.md")
 	var want any
 	require.NoError(t, json.Unmarshal([]byte(fenceAfter(t, doc, "`run --json` on the offline route", "json")), &want))
@@ -185,6 +187,7 @@ func TestRouteErrorDocQuote(t *testing.T) {
 // TestDryRunJSONDocExample: docs/eval.md's "compact --dry-run --json"
 // excerpt is part of what the command prints for the shipped demo.
 func TestDryRunJSONDocExample(t *testing.T) {
+	t.Parallel()
 	doc := readDoc(t, "docs/eval.md")
 	var want any
 	require.NoError(t, json.Unmarshal([]byte(fenceAfter(t, doc, "For the shipped demo session, `weir compact --dry-run --json --route offline", "json")), &want))
@@ -199,6 +202,7 @@ func TestDryRunJSONDocExample(t *testing.T) {
 // TestSnapshotLayoutDocExample: the files docs/eval.md shows for a
 // snapshot folder are files of the demo's pinned snapshot.
 func TestSnapshotLayoutDocExample(t *testing.T) {
+	t.Parallel()
 	doc := readDoc(t, "docs/eval.md")
 	block := fenceAfter(t, doc, "### The format", "")
 	dir := filepath.Join(repoRoot(t), "examples", "sessions", "snapshots", "demo")

@@ -15,6 +15,7 @@ import (
 // file keeps its bytes, and the real compaction then does what the
 // receipt said.
 func TestCompactDryRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
 	orig, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"))

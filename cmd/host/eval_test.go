@@ -19,6 +19,7 @@ import (
 // with a low threshold compacts more, the chart is written, the session
 // file is untouched, and usage mistakes exit 2.
 func TestEvalCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "demo.jsonl")
 	orig, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"))
@@ -82,6 +83,7 @@ func TestEvalCommand(t *testing.T) {
 // host snapshot writes a snapshot; --check passes on it and fails, with a
 // diff, once what the model sees changed.
 func TestSnapshotCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "demo.jsonl")
 	orig, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"))
@@ -111,6 +113,7 @@ func TestSnapshotCommand(t *testing.T) {
 // it the same way (the same relative paths, in a folder of the test's own)
 // and compare, all but the timings.
 func TestEvalExampleIsCurrent(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	dir := t.TempDir()
 	for _, f := range []string{"examples/sessions/demo.jsonl", "examples/eval/compaction-basic.yaml", "examples/eval/pruner.yaml"} {
@@ -155,6 +158,7 @@ func untimed(s string) string {
 // TestEvalPricesFromConfiguration: eval.prices in weir.yaml sets the price
 // table; --prices overrides it; a negative price is a configuration error.
 func TestEvalPricesFromConfiguration(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl")
 	conf := filepath.Join(dir, "prices.yaml")
@@ -180,6 +184,7 @@ func TestEvalPricesFromConfiguration(t *testing.T) {
 // the meter's state cache beside the compiled plugins (its entry for the
 // session is the recorded run's).
 func TestEvalWritesNoMeterState(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cache := t.TempDir()
 	file := filepath.Join(dir, "demo.jsonl")
@@ -200,6 +205,7 @@ func TestEvalWritesNoMeterState(t *testing.T) {
 // that differs, and the recorded route's counter as it is named when no
 // --tokenizer was given.
 func TestEvalHeaderNamesTheChosenTokenizer(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ chosen, counter, want string }{
 		{"o200k", "o200k_base", "tokenizer o200k (o200k_base) · context window 8192 ·"},
 		{"cl100k", "cl100k_base", "tokenizer cl100k (cl100k_base) · context window 8192 ·"},

@@ -14,6 +14,7 @@ import (
 // code derives from the default configuration, and docs/config.md gives
 // every configurable limit the same default.
 func TestLimitsDocMatchesCode(t *testing.T) {
+	t.Parallel()
 	rows := pluginLimits(config.Default())
 	want := limitsTable(rows)
 	if os.Getenv("WEIR_PRINT_LIMITS") != "" {

@@ -27,6 +27,7 @@ func liveCmd(t *testing.T, dir, url string, args ...string) *exec.Cmd {
 }
 
 func TestRunAgainstLoopbackServer(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
@@ -66,6 +67,7 @@ func TestRunAgainstLoopbackServer(t *testing.T) {
 // adapters: the key travels in the API's header, and "host request"
 // prints the exact body each server received.
 func TestRunAgainstNativeAPIs(t *testing.T) {
+	t.Parallel()
 	measured := map[string]host.Measurement{}
 	for _, tc := range []struct {
 		api, header string
@@ -134,6 +136,7 @@ func TestRunAgainstNativeAPIs(t *testing.T) {
 }
 
 func TestRunCancelledMidStreamThenResumed(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")

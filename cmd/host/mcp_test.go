@@ -37,6 +37,7 @@ func mcpTestServer(t *testing.T, token string) string {
 // list shows both with their source and policy. The header's secret is
 // in neither the session nor the output.
 func TestRunWithMCPServer(t *testing.T) {
+	t.Parallel()
 	const secret = "cli-mcp-secret"
 	dir := t.TempDir()
 	conf := "mcp:\n  servers:\n    notes:\n      url: " + mcpTestServer(t, secret) + "\n      headers:\n        Authorization: \"Bearer ${NOTES_TOKEN}\"\n"

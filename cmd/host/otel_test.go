@@ -142,6 +142,7 @@ const otelSecret = "otel-header-secret-0123456789"
 // and metrics to the OTLP/HTTP endpoint the standard variables name, with
 // their headers, and prints none of them.
 func TestRunExportsOTLP(t *testing.T) {
+	t.Parallel()
 	sink := newOTLPSink(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
@@ -197,6 +198,7 @@ func TestRunExportsOTLP(t *testing.T) {
 // traces and no metrics; OTEL_SDK_DISABLED=true exports nothing; without
 // the variables nothing is exported either.
 func TestRunOTLPTracesOnlyAndDisabled(t *testing.T) {
+	t.Parallel()
 	sink := newOTLPSink(t)
 	dir := t.TempDir()
 	r := runHostEnv(t, dir, "", []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + sink.srv.URL + "/v1/traces"},
@@ -220,6 +222,7 @@ func TestRunOTLPTracesOnlyAndDisabled(t *testing.T) {
 // interrupted with Ctrl-C, still export their spans before the command
 // exits; an endpoint that is down costs a warning, not the run.
 func TestRunOTLPFlushesOnFailureAndInterrupt(t *testing.T) {
+	t.Parallel()
 	sink := newOTLPSink(t)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "fail.json")

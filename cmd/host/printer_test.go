@@ -12,6 +12,7 @@ import (
 // and emptied later nodes each say what they are, also on a resumed
 // session whose first prompt the printer never printed.
 func TestPrinterLabelsPromptEvents(t *testing.T) {
+	t.Parallel()
 	l := surface.New(surface.WithClock(func() int64 { return 0 }))
 	add := func(typ string, v any, op surface.Op, src ...int64) surface.Event {
 		t.Helper()

@@ -63,6 +63,7 @@ func (f *fakeTerminal) screen() ([]string, string) {
 // line from the logger lands on a line of its own, whole, and the bar is
 // drawn again below it; clearing leaves no bar behind.
 func TestLogLinesNeverBreakTheBar(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
 			term := &fakeTerminal{}
@@ -94,6 +95,7 @@ func TestLogLinesNeverBreakTheBar(t *testing.T) {
 // TestStatusAfterAPartialLine: a write that does not end its line (a
 // prompt) hides the status line rather than gluing it to the text.
 func TestStatusAfterAPartialLine(t *testing.T) {
+	t.Parallel()
 	term := &fakeTerminal{}
 	st := newStatus(term)
 	st.Set("waiting")
@@ -111,6 +113,7 @@ func TestStatusAfterAPartialLine(t *testing.T) {
 // ends a model wait first, so the reply never shares a line with it; a
 // command whose standard error is not a terminal shows nothing.
 func TestWaitShowsWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
 	term := &fakeTerminal{}
 	st := newStatus(term)
 	st.delay = 0 // announce at once

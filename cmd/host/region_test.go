@@ -15,6 +15,7 @@ import (
 // the middle of the surface, is replaced by a checkpoint; node 0 and the
 // nodes around the region stay.
 func TestCompactRange(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
 	orig, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"))

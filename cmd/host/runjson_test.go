@@ -16,6 +16,7 @@ import (
 // assistant text, and exactly the log lines the turn appended (the second
 // turn's, not the first's, on a resumed session).
 func TestRunJSON(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	session := filepath.Join(dir, "s.jsonl")
 	lines := func() []string {

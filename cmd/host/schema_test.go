@@ -97,6 +97,7 @@ func requireLogMatchesSchemas(t *testing.T, path string) map[string]int {
 }
 
 func TestSampleLogsMatchTheSchemas(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(repoRoot(t), "examples", "sessions", "*.jsonl"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -118,6 +119,7 @@ func TestSampleLogsMatchTheSchemas(t *testing.T) {
 // TestSchemasRefuseWhatAdmissionRefuses: the schemas are not permissive
 // placeholders; each line below breaks one documented shape rule.
 func TestSchemasRefuseWhatAdmissionRefuses(t *testing.T) {
+	t.Parallel()
 	good := map[string]string{
 		"checkpoint": `{"type":"user/message","seq":9,"time":0,"data":{"id":"c","role":"user","source":{"kind":"plugin","plugin":"p","compactionId":"x"},"content":[{"type":"text","text":"s"}]},"surfaceOp":{"op":"replace","startSeq":3,"endSeq":5},"sourceEventSeqs":[7,8,3,4,5]}`,
 		"rewrite":    `{"type":"tool/result","seq":9,"time":0,"data":{"turn":1,"step":1,"message":{"id":"r","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":"[pruned]"}]}]}},"surfaceOp":{"op":"replace","startSeq":4,"endSeq":4},"sourceEventSeqs":[4]}`,

@@ -17,6 +17,7 @@ import (
 )
 
 func TestServeRefusesWhatItShouldNot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	demo := filepath.Join(repoRoot(t), "examples", "sessions", "demo.jsonl")
 	for _, c := range []struct {
@@ -43,6 +44,7 @@ func TestServeRefusesWhatItShouldNot(t *testing.T) {
 // TestServeShowsWhatRequestPrints runs host serve on the demo session and
 // compares the request bodies it serves with host request --at.
 func TestServeShowsWhatRequestPrints(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	demo := filepath.Join(repoRoot(t), "examples", "sessions", "demo.jsonl")
 	require.NoError(t, ownDir(repoRoot(t), dir))
@@ -104,6 +106,7 @@ func TestServeShowsWhatRequestPrints(t *testing.T) {
 // TestServePrices: --prices, else eval.prices when the configuration sets
 // it (a key left out keeps eval's default), else no prices: no cost shown.
 func TestServePrices(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := func(name, text string) string {
 		p := filepath.Join(dir, name)

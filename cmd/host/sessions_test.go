@@ -25,6 +25,7 @@ import (
 // it, exports it to a file and imports it into another id, byte for byte,
 // and reads it back with the inspection commands.
 func TestSessionsInSQLite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "weir.yaml"), "sessions:\n  store: sqlite:sessions.db\n")
 	r := runHost(t, dir, "", "run", "--route", "offline", "--session", "demo-1", "what files are here?")
@@ -132,6 +133,7 @@ func TestSessionsInSQLite(t *testing.T) {
 }
 
 func TestPostgresPasswordIsRefusedInConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "weir.yaml"), "sessions:\n  store: postgres://weir:s3cret-pw@127.0.0.1:1/weir\n")
 	r := runHost(t, dir, "", "sessions", "list")
@@ -144,6 +146,7 @@ func TestPostgresPasswordIsRefusedInConfig(t *testing.T) {
 // member the format knows and unknown ones into SQLite and exports it back
 // to a file: the two files are the same, byte for byte.
 func TestCopyKeepsTheHeader(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "weir.yaml"), "sessions:\n  store: sqlite:sessions.db\n")
 	r := runHost(t, dir, "", "run", "--route", "offline", "--session", "h", "hello")
@@ -172,6 +175,7 @@ func TestCopyKeepsTheHeader(t *testing.T) {
 // resumes from what the killed one stored,
 // and the last one leaves the session whole, byte for byte.
 func TestImportKilledThenRetried(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "weir.yaml"), "sessions:\n  store: sqlite:sessions.db\n")
 	for i := range 3 {
@@ -222,6 +226,7 @@ func TestImportKilledThenRetried(t *testing.T) {
 // naming it, and delete is refused; once it closed, the session is free,
 // release has nothing to do and delete removes the file.
 func TestSessionsInTheFileStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sessions := filepath.Join(dir, ".weir", "sessions")
 	ctx := context.Background()

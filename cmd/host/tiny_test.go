@@ -125,6 +125,7 @@ func cat(parts ...[]byte) []byte {
 // TestTinyPlugin: the tiny module passes plugins verify and renders its
 // prompt in a run, its only plugin.
 func TestTinyPlugin(t *testing.T) {
+	t.Parallel()
 	dir := tinyPluginDir(t)
 	r := runHost(t, dir, "", "plugins", "verify", "tiny.wasm")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -19,6 +19,7 @@ import (
 // TestVersionLine: the line names the module version and, for a build
 // from a checkout, the VCS revision, whether it was dirty and its time.
 func TestVersionLine(t *testing.T) {
+	t.Parallel()
 	goes := " (" + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ")"
 	cases := []struct {
 		name string
@@ -46,6 +47,7 @@ func TestVersionLine(t *testing.T) {
 // (.ci/run) a go build of cmd/weir also shows the checkout's revision
 // stamped in.
 func TestVersionOfTheBuiltCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	info, ok := debug.ReadBuildInfo()
 	require.True(t, ok, "the test binary has build information")
@@ -75,6 +77,7 @@ func TestVersionOfTheBuiltCommand(t *testing.T) {
 // TestMessagesUseTheInvokedName: a binary installed under another name
 // speaks of itself by that name in errors and help.
 func TestMessagesUseTheInvokedName(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	renamed := filepath.Join(dir, "agent")
 	require.NoError(t, os.Symlink(hostBin, renamed))
@@ -97,6 +100,7 @@ func TestMessagesUseTheInvokedName(t *testing.T) {
 // no terminal, so "run" reads the prompt from it, finds none, and says so
 // with status 2 instead of starting the interactive prompt.
 func TestRunFromDevNullIsNotInteractive(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	null, err := os.Open(os.DevNull)
 	require.NoError(t, err)
@@ -116,6 +120,7 @@ func TestRunFromDevNullIsNotInteractive(t *testing.T) {
 // TestDemoWorkspaceAsDocumented: docs/cli.md names the folders of the
 // demo's scratch examples folder.
 func TestDemoWorkspaceAsDocumented(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "cli.md"))
 	require.NoError(t, err)
 	doc := string(raw)
@@ -139,6 +144,7 @@ func TestDemoWorkspaceAsDocumented(t *testing.T) {
 // TestReplayJSONDocExample: the events and nodes docs/cli.md shows for
 // "replay --json" are those of the shipped sample.
 func TestReplayJSONDocExample(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "cli.md"))
 	require.NoError(t, err)
 	m := regexp.MustCompile(`"events": (\d+), "nodes": \[([\d, ]+)\]`).FindStringSubmatch(string(raw))
