@@ -30,12 +30,24 @@ func logRequest(l *surface.Log, sessionID string) (*llm.Request, error) {
 	return &llm.Request{Config: h.Config, Messages: l.Messages(), Tools: h.Tools, SessionID: sessionID}, nil
 }
 
-// cloneRequest copies the messages of a request of logRequest's.
+// cloneRequest copies the messages of a request of logRequest's, as
+// cloneMessage copies each, from three allocations: the messages, the
+// pointers to them and every block, nested content included. Each block
+// list is capped at its length, so appending to one cannot reach another.
 func cloneRequest(r *llm.Request) *llm.Request {
 	c := *r
+	n := 0
+	for _, m := range r.Messages {
+		bn, _ := blocksSize(m.Content)
+		n += bn
+	}
+	a := arena{blocks: make([]surface.Block, 0, n)}
+	msgs := make([]surface.Message, len(r.Messages))
 	c.Messages = make([]*surface.Message, len(r.Messages))
 	for i, m := range r.Messages {
-		c.Messages[i] = cloneMessage(m)
+		msgs[i] = *m
+		msgs[i].Content = a.cloneBlocks(m.Content)
+		c.Messages[i] = &msgs[i]
 	}
 	return &c
 }

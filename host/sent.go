@@ -121,6 +121,21 @@ func (a *arena) copyBlocks(bs []surface.Block) []surface.Block {
 	return out
 }
 
+// cloneBlocks is surface.CloneBlocks(bs) from the arena's blocks: the
+// unknown members' bytes are shared, as CloneBlocks shares them.
+func (a *arena) cloneBlocks(bs []surface.Block) []surface.Block {
+	if bs == nil {
+		return nil
+	}
+	at := len(a.blocks)
+	a.blocks = append(a.blocks, bs...)
+	out := a.blocks[at:len(a.blocks):len(a.blocks)]
+	for i := range out {
+		out[i].Content = a.cloneBlocks(bs[i].Content)
+	}
+	return out
+}
+
 // unchanged reports whether req still encodes to the body that was sent.
 func (s *sentRequest) unchanged(req *llm.Request) bool {
 	if s.same(req) {

@@ -126,3 +126,83 @@ func TestRequestBodyIsTheSentBody(t *testing.T) {
 	_, ok := RequestBodyEqual(context.Background(), got[0])
 	require.False(t, ok)
 }
+
+// TestCloneRequestIsDeepAndSeparate holds cloneRequest to a copy equal to
+// the request field by field (nil and empty block lists kept apart) whose
+// messages and blocks, nested content included, a consumer can change or
+// append to without reaching the log's messages or another copied message.
+func TestCloneRequestIsDeepAndSeparate(t *testing.T) {
+	orig := []*surface.Message{
+		{ID: "m0", Role: surface.RoleUser, Content: []surface.Block{surface.Text("hello")}},
+		{ID: "m1", Role: surface.RoleAssistant, Content: []surface.Block{
+			{Type: surface.BlockReasoning, Text: "think"}, surface.ToolCall("c1", "read", `{"p":1}`)}},
+		{ID: "m2", Role: surface.RoleUser, Content: []surface.Block{
+			surface.ToolResult("c1", false, surface.Text("a"), surface.Text("b")), surface.ToolResult("c2", true)}},
+		{ID: "m3", Role: surface.RoleAssistant, Content: []surface.Block{}},
+		{ID: "m4", Role: surface.RoleAssistant},
+	}
+	req := &llm.Request{Config: surface.CallConfig{Provider: "p", Model: "m"}, Messages: orig, SessionID: "s"}
+	want := make([]surface.Message, len(orig))
+	for i, m := range orig {
+		want[i] = *cloneMessage(m)
+	}
+	c := cloneRequest(req)
+	require.Len(t, c.Messages, len(orig))
+	for i, m := range c.Messages {
+		require.NotSame(t, orig[i], m)
+		require.True(t, reflect.DeepEqual(&want[i], m), "message %d: %+v, want %+v", i, m, want[i])
+	}
+	require.Nil(t, c.Messages[4].Content)
+	require.NotNil(t, c.Messages[3].Content)
+	require.NotNil(t, c.Messages[2].Content[1].Content)
+
+	// Change every copied block in place, then append to every list.
+	var change func(bs []surface.Block) []surface.Block
+	change = func(bs []surface.Block) []surface.Block {
+		for i := range bs {
+			bs[i].Text += "!"
+			bs[i].Content = change(bs[i].Content)
+		}
+		return append(bs, surface.Text("appended"))
+	}
+	for _, m := range c.Messages {
+		m.Content = change(m.Content)
+	}
+	for i, m := range orig {
+		require.True(t, reflect.DeepEqual(&want[i], m), "the log's message %d changed: %+v", i, m)
+	}
+	// Each copy changed as a copy of its own (surface.CloneBlocks') would:
+	// no other message's change or append reached it.
+	for i, m := range c.Messages {
+		own := cloneMessage(orig[i])
+		own.Content = change(own.Content)
+		require.True(t, reflect.DeepEqual(own, m), "message %d: %+v, want %+v", i, m, own)
+	}
+	require.Equal(t, "a!", c.Messages[2].Content[0].Content[0].Text)
+	require.Equal(t, "a", orig[2].Content[0].Content[0].Text)
+}
+
+// BenchmarkCloneRequest copies a request of 160 messages (user text,
+// assistant reasoning, text and a tool call, tool results with nested
+// text), as each attempt copies the log's request for the model.
+//
+//	go test ./host -run '^$' -bench CloneRequest -benchmem
+func BenchmarkCloneRequest(b *testing.B) {
+	var msgs []*surface.Message
+	for i := range 40 {
+		id := strings.Repeat("x", i%7)
+		msgs = append(msgs,
+			&surface.Message{ID: "u" + id, Role: surface.RoleUser, Content: []surface.Block{surface.Text("question " + id)}},
+			&surface.Message{ID: "a" + id, Role: surface.RoleAssistant, Content: []surface.Block{
+				{Type: surface.BlockReasoning, Text: "thinking"}, surface.Text("answer"), surface.ToolCall("c"+id, "read", `{"path":"f"}`)}},
+			&surface.Message{ID: "t" + id, Role: surface.RoleUser, Content: []surface.Block{
+				surface.ToolResult("c"+id, false, surface.Text("line one"), surface.Text("line two"))}},
+			&surface.Message{ID: "b" + id, Role: surface.RoleAssistant, Content: []surface.Block{surface.Text("done")}},
+		)
+	}
+	req := &llm.Request{Config: surface.CallConfig{Provider: "p", Model: "m"}, Messages: msgs, SessionID: "s"}
+	b.ReportAllocs()
+	for b.Loop() {
+		cloneRequest(req)
+	}
+}
