@@ -46,7 +46,7 @@ func cloneRequest(r *llm.Request) *llm.Request {
 	c.Messages = make([]*surface.Message, len(r.Messages))
 	for i, m := range r.Messages {
 		msgs[i] = *m
-		msgs[i].Content = a.cloneBlocks(m.Content)
+		msgs[i].Content = a.copyBlocks(m.Content, false)
 		c.Messages[i] = &msgs[i]
 	}
 	return &c

@@ -70,7 +70,7 @@ func newSentRequest(req *llm.Request, body []byte) *sentRequest {
 		c := *m
 		c.Unknown = a.value(m.Unknown)
 		c.Source.Unknown = a.value(m.Source.Unknown)
-		c.Content = a.copyBlocks(m.Content)
+		c.Content = a.copyBlocks(m.Content, true)
 		s.msgs[i] = c
 	}
 	if req.Tools != nil {
@@ -92,7 +92,8 @@ func blocksSize(bs []surface.Block) (n, size int) {
 	return n, size
 }
 
-// arena hands out the copies of one sentRequest from two allocations.
+// arena hands out the copies of one sentRequest (blocks and bytes) or of one
+// cloneRequest (blocks) from one allocation each.
 type arena struct {
 	blocks []surface.Block
 	bytes  []byte
@@ -107,7 +108,10 @@ func (a *arena) value(v jsontext.Value) jsontext.Value {
 	return a.bytes[at:len(a.bytes):len(a.bytes)]
 }
 
-func (a *arena) copyBlocks(bs []surface.Block) []surface.Block {
+// copyBlocks copies bs, nested content included, into the arena's blocks;
+// with ownBytes the unknown members' bytes are copied too, else shared (as
+// surface.CloneBlocks shares them).
+func (a *arena) copyBlocks(bs []surface.Block, ownBytes bool) []surface.Block {
 	if bs == nil {
 		return nil
 	}
@@ -115,23 +119,10 @@ func (a *arena) copyBlocks(bs []surface.Block) []surface.Block {
 	a.blocks = append(a.blocks, bs...)
 	out := a.blocks[at:len(a.blocks):len(a.blocks)]
 	for i := range out {
-		out[i].Unknown = a.value(bs[i].Unknown)
-		out[i].Content = a.copyBlocks(bs[i].Content)
-	}
-	return out
-}
-
-// cloneBlocks is surface.CloneBlocks(bs) from the arena's blocks: the
-// unknown members' bytes are shared, as CloneBlocks shares them.
-func (a *arena) cloneBlocks(bs []surface.Block) []surface.Block {
-	if bs == nil {
-		return nil
-	}
-	at := len(a.blocks)
-	a.blocks = append(a.blocks, bs...)
-	out := a.blocks[at:len(a.blocks):len(a.blocks)]
-	for i := range out {
-		out[i].Content = a.cloneBlocks(bs[i].Content)
+		if ownBytes {
+			out[i].Unknown = a.value(bs[i].Unknown)
+		}
+		out[i].Content = a.copyBlocks(bs[i].Content, ownBytes)
 	}
 	return out
 }
