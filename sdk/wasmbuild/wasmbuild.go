@@ -167,7 +167,7 @@ func (c *Cache) Build(ctx context.Context, dirs ...string) ([]string, error) {
 	// by side would otherwise each compile the same wasip1 standard library
 	// into a cold build cache. A module another process built meanwhile is
 	// not built again.
-	unlock, err := lockDir(cacheDir)
+	unlock, err := lockDir(ctx, cacheDir)
 	if err != nil {
 		return nil, fmt.Errorf("wasmbuild cache %s: %w", cacheDir, err)
 	}
@@ -176,6 +176,9 @@ func (c *Cache) Build(ctx context.Context, dirs ...string) ([]string, error) {
 		_, err := os.Stat(paths[i])
 		return err == nil
 	})
+	if len(missing) == 0 {
+		return paths, nil
+	}
 	build := func(i int) error {
 		tmp, err := os.CreateTemp(cacheDir, "build-*.tmp")
 		if err != nil {
@@ -187,9 +190,6 @@ func (c *Cache) Build(ctx context.Context, dirs ...string) ([]string, error) {
 			return err
 		}
 		return os.Rename(tmp.Name(), paths[i])
-	}
-	if len(missing) == 0 {
-		return paths, nil
 	}
 	// The first build runs alone, so that the parallel ones find what they
 	// share (the standard library, common dependencies) in go's build

@@ -114,14 +114,15 @@ func TestEnvPinsTheTarget(t *testing.T) {
 	require.Equal(t, []string{"GOFLAGS="}, flags)
 }
 
-// A build waits while another process holds the cache directory, and does
-// not rebuild a module that process put there meanwhile.
+// A build waits while another process holds the cache directory, until
+// its context ends, and does not rebuild a module that process put there
+// meanwhile.
 func TestCacheBuildWaitsForAnotherBuilder(t *testing.T) {
 	ctx := context.Background()
 	keys, err := Keys(ctx, "testdata/echo")
 	require.NoError(t, err)
 	c := Cache{Dir: t.TempDir()}
-	unlock, err := lockDir(c.Dir)
+	unlock, err := lockDir(ctx, c.Dir)
 	require.NoError(t, err)
 	type result struct {
 		paths []string
@@ -137,6 +138,12 @@ func TestCacheBuildWaitsForAnotherBuilder(t *testing.T) {
 		t.Fatalf("Build returned while the directory was locked: %v %v", r.paths, r.err)
 	case <-time.After(300 * time.Millisecond):
 	}
+	// A build whose context ends while it waits gives up and says why.
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = lockDir(ended, c.Dir)
+	require.ErrorContains(t, err, "waiting for another process's build")
+	require.ErrorIs(t, err, context.Canceled)
 	// The other builder's module, under the key Build is waiting to build.
 	theirs := []byte("\x00asm\x01\x00\x00\x00")
 	want := filepath.Join(c.Dir, keys[0]+".wasm")
