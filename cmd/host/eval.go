@@ -61,7 +61,7 @@ func evalCmd(e *env, args []string) error {
 	fs.Var(&sets, "set", "a plugin set NAME=CONFIG: CONFIG is a configuration file whose plugins and sandbox apply, or empty for the configuration in use (the baseline, compared byte for byte with the recording); repeatable; default one set \"baseline\"")
 	configFile := fs.String("config", "", "the configuration in use (default ./weir.yaml, then weir/weir.yaml in the user config folder)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	chart := fs.String("chart", "", "draw input tokens per request for every set into FILE.svg or FILE.png")
+	chart := fs.String("chart", "", "draw input tokens per request for every set into FILE.svg")
 	fs.Var(&probes, "probe", "a text to follow: the report names the last request that showed it to the model; repeatable")
 	probeFile := fs.String("probes", "", "a file of probes, one per line")
 	tok := fs.String("tokenizer", "", "count tokens with deepseek-v3, o200k, cl100k or heuristic (default: the recorded route's: deepseek-v3 for provider deepseek, else heuristic)")
@@ -93,8 +93,8 @@ func evalCmd(e *env, args []string) error {
 			return usagef("--tokenizer: %v", err)
 		}
 	}
-	if *chart != "" && !strings.HasSuffix(*chart, ".svg") && !strings.HasSuffix(*chart, ".png") {
-		return usagef("--chart %s: the file must end in .svg or .png", *chart)
+	if *chart != "" && eval.CheckChartPath(*chart) != nil {
+		return usagef("--chart %s: the file must end in .svg (the chart is SVG only; convert it with any SVG renderer for a bitmap)", *chart)
 	}
 	if *chart != "" {
 		// Before the replay, not after it: a chart that cannot be written

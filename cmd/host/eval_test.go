@@ -141,6 +141,11 @@ func TestEvalExampleIsCurrent(t *testing.T) {
 		"--probe", "embed/", "--chart", "examples/eval/demo.svg")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, untimed(want), untimed(r.stdout), "examples/eval/README.md shows another output: rerun its command and update it")
+	chart, err := os.ReadFile(filepath.Join(dir, "examples/eval/demo.svg"))
+	require.NoError(t, err)
+	shown, err := os.ReadFile(filepath.Join(root, "examples/eval/demo.svg"))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(shown, chart), "examples/eval/demo.svg is not the chart its command draws: rerun the command")
 }
 
 // untimed drops the lines that hold timings.

@@ -3,9 +3,7 @@ package eval_test
 import (
 	"bytes"
 	"context"
-	"image/png"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -114,45 +112,6 @@ func TestProbeDisappearsAfterTheCompaction(t *testing.T) {
 			}, res.Probes)
 		})
 	}
-}
-
-func TestChart(t *testing.T) {
-	rt := runtime(t)
-	id, events := generate(t, rt, 20)
-	rec, err := eval.Record(id, events)
-	require.NoError(t, err)
-	var results []*eval.Result
-	for _, conf := range []string{`{"headroomTokens": 1024}`, `{"headroomTokens": 1024, "thresholdRatio": 0.3}`} {
-		res, err := eval.Replay(context.Background(), rec, firstParty(t, rt, conf, rec.Route, conf), eval.Options{})
-		require.NoError(t, err)
-		results = append(results, res)
-	}
-	dir := t.TempDir()
-	tests := []struct {
-		file  string
-		check func(t *testing.T, b []byte)
-	}{
-		{"chart.svg", func(t *testing.T, b []byte) {
-			require.True(t, bytes.HasPrefix(b, []byte("<?xml")), "not an SVG document")
-			require.Contains(t, string(b), "<svg")
-			require.True(t, strings.HasSuffix(strings.TrimSpace(string(b)), "</svg>"))
-		}},
-		{"chart.png", func(t *testing.T, b []byte) {
-			img, err := png.Decode(bytes.NewReader(b))
-			require.NoError(t, err)
-			require.Greater(t, img.Bounds().Dx(), 100)
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			path := filepath.Join(dir, tt.file)
-			require.NoError(t, eval.Chart(results, path))
-			b, err := os.ReadFile(path)
-			require.NoError(t, err)
-			tt.check(t, b)
-		})
-	}
-	require.ErrorContains(t, eval.Chart(results, filepath.Join(dir, "chart.gif")), "must end in .svg or .png")
 }
 
 // failing is a compaction provider that always fails.
