@@ -174,3 +174,75 @@ func FoldHeader(events []Event, from *Header) (*Header, error) {
 	}
 	return h, nil
 }
+
+// DecodeHeader decodes a request header from b, which must hold exactly
+// one JSON value, an object or null (the zero value): what json.Unmarshal into a Header reads, read
+// without reflection (a plugin that decodes headers with it does not link
+// the reflective decoder). Members it does not know are ignored and null
+// leaves a field zero; it does not check the header's rules (admission
+// does, 7.1).
+func DecodeHeader(b []byte) (Header, error) {
+	var h Header
+	if err := checkValue(b); err != nil {
+		return h, err
+	}
+	raw := trimSpace(b)
+	switch kindOf(raw) {
+	case 'n':
+		return h, nil
+	case '{':
+	default:
+		return h, wireErr("header", "an object or null", raw)
+	}
+	var w headerWire
+	if err := w.decode(raw); err != nil {
+		return h, err
+	}
+	if w.Config != nil {
+		h.Config = *w.Config
+	}
+	switch kindOf(w.AdapterDefaults) {
+	case 0, 'n':
+	case '{':
+		h.AdapterDefaults = &AdapterDefaults{}
+		var err error
+		members(w.AdapterDefaults, func(k, v []byte) bool {
+			var dst *bool
+			switch string(name(k)) {
+			case "reasoningEffort":
+				dst = &h.AdapterDefaults.ReasoningEffort
+			case "maxTokens":
+				dst = &h.AdapterDefaults.MaxTokens
+			default:
+				return true
+			}
+			switch kindOf(v) {
+			case 't':
+				*dst = true
+			case 'f':
+				*dst = false
+			case 'n':
+			default:
+				err = wireErr("header.adapterDefaults."+str(k), "a boolean or null", v)
+			}
+			return err == nil
+		})
+		if err != nil {
+			return Header{}, err
+		}
+	default:
+		return Header{}, wireErr("header.adapterDefaults", "an object or null", w.AdapterDefaults)
+	}
+	switch kindOf(w.Tools) {
+	case 0, 'n':
+	case '[':
+		h.Tools = []jsontext.Value{}
+		elements(w.Tools, func(v []byte) bool {
+			h.Tools = append(h.Tools, bytes.Clone(v))
+			return true
+		})
+	default:
+		return Header{}, wireErr("header.tools", "an array or null", w.Tools)
+	}
+	return h, nil
+}

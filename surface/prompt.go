@@ -1,6 +1,8 @@
 package surface
 
 import (
+	"strconv"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -124,6 +126,58 @@ type Usage struct {
 	CacheRead  int64 `json:"cacheReadTokens,omitzero"`
 	CacheWrite int64 `json:"cacheWriteTokens,omitzero"`
 	Reasoning  int64 `json:"reasoningTokens,omitzero"`
+}
+
+// DecodeUsage decodes token usage from b, which must hold exactly one JSON
+// value, an object: what json.Unmarshal into a Usage reads, read without
+// reflection. Members it does not know are ignored; null leaves a count 0.
+func DecodeUsage(b []byte) (Usage, error) {
+	var u Usage
+	if err := checkValue(b); err != nil {
+		return u, err
+	}
+	raw := trimSpace(b)
+	switch kindOf(raw) {
+	case 'n':
+		return u, nil
+	case '{':
+	default:
+		return u, wireErr("usage", "an object or null", raw)
+	}
+	var err error
+	members(raw, func(k, v []byte) bool {
+		var dst *int64
+		switch string(name(k)) {
+		case "inputTokens":
+			dst = &u.Input
+		case "outputTokens":
+			dst = &u.Output
+		case "cacheReadTokens":
+			dst = &u.CacheRead
+		case "cacheWriteTokens":
+			dst = &u.CacheWrite
+		case "reasoningTokens":
+			dst = &u.Reasoning
+		default:
+			return true
+		}
+		switch kindOf(v) {
+		case 'n':
+		case '0':
+			n, perr := strconv.ParseInt(string(v), 10, 64)
+			if perr != nil {
+				err = &wireError{Member: "usage." + str(k), Want: "an integer within the int64 range", Got: '0'}
+			}
+			*dst = n
+		default:
+			err = wireErr("usage."+str(k), "an integer or null", v)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return Usage{}, err
+	}
+	return u, nil
 }
 
 // Total is input + cache read + cache write + output.

@@ -190,6 +190,16 @@ func decodeSource(raw []byte, s *Source) error {
 	return err
 }
 
+// DecodeBlocks decodes a list of blocks from b, which must hold exactly
+// one JSON value, an array or null (a nil list): what json.Unmarshal into
+// a []Block reads, each element as Block.UnmarshalJSONFrom reads it.
+func DecodeBlocks(b []byte) ([]Block, error) {
+	if err := checkValue(b); err != nil {
+		return nil, err
+	}
+	return decodeBlocks("content", trimSpace(b))
+}
+
 // decodeBlocks decodes an array of blocks; null is a nil slice.
 func decodeBlocks(member string, raw []byte) ([]Block, error) {
 	switch kindOf(raw) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/weirhost/weir/plugins/compaction-basic/compact"
@@ -131,10 +130,11 @@ func (s *session) Message(seq int64) (*surface.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("message of seq %d: %w", seq, err)
 	}
-	m := new(surface.Message)
-	if err := json.Unmarshal(raw, m); err != nil {
+	dm, err := surface.DecodeMessage(raw)
+	if err != nil {
 		return nil, fmt.Errorf("message of seq %d: %w", seq, err)
 	}
+	m := &dm
 	if s.msgs == nil {
 		s.msgs = map[int64]*surface.Message{}
 	}
@@ -150,8 +150,8 @@ func (s *session) Header() (*surface.Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	var h surface.Header
-	if err := json.Unmarshal(raw, &h); err != nil {
+	h, err := surface.DecodeHeader(raw)
+	if err != nil {
 		return nil, fmt.Errorf("request header: %w", err)
 	}
 	h = h.Canonical()
@@ -184,18 +184,14 @@ func (s *session) Summarize(req *compact.SummaryRequest) (*compact.SummaryResult
 	in := &sdk.SummarizeRequest{Instruction: req.Instruction, MaxTokens: req.MaxTokens,
 		Route: sdk.Route{Provider: req.Provider, Model: req.Model}}
 	for _, m := range req.Messages {
-		b, err := json.Marshal(m)
+		b, err := surface.AppendMessage(nil, m)
 		if err != nil {
 			return nil, fmt.Errorf("encode summarization input: %w", err)
 		}
 		in.Messages = append(in.Messages, b)
 	}
 	if len(req.Tools) > 0 {
-		tools := make([]jsontext.Value, len(req.Tools))
-		for i, t := range req.Tools {
-			tools[i] = t
-		}
-		b, err := json.Marshal(tools)
+		b, err := toolList(req.Tools)
 		if err != nil {
 			return nil, fmt.Errorf("encode summarization tools: %w", err)
 		}
@@ -210,7 +206,7 @@ func (s *session) Summarize(req *compact.SummaryRequest) (*compact.SummaryResult
 	// raw_output holds every output block (reasoning, tool calls, images),
 	// which compact needs to reject or record; text is its text part.
 	if len(r.RawOutput) > 0 {
-		if err := json.Unmarshal(r.RawOutput, &out.Content); err != nil {
+		if out.Content, err = surface.DecodeBlocks(r.RawOutput); err != nil {
 			return nil, fmt.Errorf("summarization output: %w", err)
 		}
 	} else {
@@ -219,10 +215,31 @@ func (s *session) Summarize(req *compact.SummaryRequest) (*compact.SummaryResult
 		}
 	}
 	if len(r.Usage) > 0 {
-		out.Usage = new(surface.Usage)
-		if err := json.Unmarshal(r.Usage, out.Usage); err != nil {
+		u, err := surface.DecodeUsage(r.Usage)
+		if err != nil {
 			return nil, fmt.Errorf("summarization usage: %w", err)
 		}
+		out.Usage = &u
 	}
 	return out, nil
+}
+
+// toolList encodes tool schemas as one JSON array, each written as the
+// encoder writes a raw value (what json.Marshal of a []jsontext.Value
+// writes, without reflection).
+func toolList(tools [][]byte) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := jsontext.NewEncoder(&buf)
+	if err := enc.WriteToken(jsontext.BeginArray); err != nil {
+		return nil, err
+	}
+	for _, t := range tools {
+		if err := enc.WriteValue(t); err != nil {
+			return nil, err
+		}
+	}
+	if err := enc.WriteToken(jsontext.EndArray); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }

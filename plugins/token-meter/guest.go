@@ -7,8 +7,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/weirhost/weir/plugins/token-meter/meter"
 	"github.com/weirhost/weir/sdk"
 	"github.com/weirhost/weir/sdk/abi"
@@ -141,10 +139,11 @@ func (t *tokenMeter) Measure(h *sdk.Host, req *sdk.MeasureRequest) (*sdk.Measure
 	m, c := w.m, w.c
 	var override *surface.Header
 	if req.HasHeaderOverride {
-		override = new(surface.Header)
-		if err := json.Unmarshal(req.HeaderOverride, override); err != nil {
+		h, err := surface.DecodeHeader(req.HeaderOverride)
+		if err != nil {
 			return nil, fmt.Errorf("header override: %w", err)
 		}
+		override = &h
 	}
 	measure := m.Measure
 	if req.TotalsOnly {

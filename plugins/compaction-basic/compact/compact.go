@@ -678,8 +678,7 @@ func (r *run) finish(warning error) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("compaction: read the log length: %w", err)
 	}
 	var ps []surface.Proposal
-	add := func(typ string, v any, op surface.Op, sources []int64) error {
-		data, err := surface.Data(v)
+	add := func(typ string, data []byte, err error, op surface.Op, sources []int64) error {
 		if err != nil {
 			return fmt.Errorf("compaction: encode %s: %w", typ, err)
 		}
@@ -703,20 +702,22 @@ func (r *run) finish(warning error) (Outcome, error) {
 		sd := summaryData{CompactionID: id, Summary: b.sum.text, RawOutput: b.sum.raw, LLMStreamCall: b.llm,
 			ShadowedRange: rangeData{first, last}, ShadowedSeqs: shadowed, ShadowedTokenCount: b.spanHeuristic,
 			Provider: b.provider, Model: b.model, MaxTokens: b.maxTokens, Usage: b.usage}
-		src, err := surface.Data(struct {
-			CompactionID string `json:"compactionId"`
-		}{id})
+		src, err := checkpointSource(id)
 		if err != nil {
 			return Outcome{}, err
 		}
 		cp := surface.Message{ID: id + "-checkpoint", Role: surface.RoleUser,
 			Source: surface.Source{Kind: "plugin", Plugin: cmp.Or(r.req.Plugin, PluginID), Unknown: src}, Content: b.content}
 		sources := append([]int64{start, start + 1}, shadowed...)
+		startB, startErr := startData{id, r.owner}.encode()
+		sumB, sumErr := sd.encode()
+		cpB, cpErr := encodeMessage(&cp)
+		endB, endErr := endData{CompactionID: id, Turn: r.owner, TokensBefore: b.before, TokensAfter: b.after, Warning: b.warning}.encode()
 		if err := errors.Join(
-			add(surface.TypeCompactionStart, startData{id, r.owner}, surface.Op{}, nil),
-			add(surface.TypeCompactionSummary, sd, surface.Op{}, nil),
-			add(surface.TypeUserMessage, cp, surface.Replace(first, last), sources),
-			add(surface.TypeCompactionEnd, endData{CompactionID: id, Turn: r.owner, TokensBefore: b.before, TokensAfter: b.after, Warning: b.warning}, surface.Op{}, nil),
+			add(surface.TypeCompactionStart, startB, startErr, surface.Op{}, nil),
+			add(surface.TypeCompactionSummary, sumB, sumErr, surface.Op{}, nil),
+			add(surface.TypeUserMessage, cpB, cpErr, surface.Replace(first, last), sources),
+			add(surface.TypeCompactionEnd, endB, endErr, surface.Op{}, nil),
 		); err != nil {
 			return Outcome{}, err
 		}
@@ -724,9 +725,11 @@ func (r *run) finish(warning error) (Outcome, error) {
 	if r.fail != nil {
 		start := base + int64(len(ps))
 		id := CompactionID(r.req.SessionID, start)
+		startB, startErr := startData{id, r.owner}.encode()
+		endB, endErr := endData{CompactionID: id, Turn: r.owner, Error: r.fail.err.Error()}.encode()
 		if err := errors.Join(
-			add(surface.TypeCompactionStart, startData{id, r.owner}, surface.Op{}, nil),
-			add(surface.TypeCompactionEnd, endData{CompactionID: id, Turn: r.owner, Error: r.fail.err.Error()}, surface.Op{}, nil),
+			add(surface.TypeCompactionStart, startB, startErr, surface.Op{}, nil),
+			add(surface.TypeCompactionEnd, endB, endErr, surface.Op{}, nil),
 		); err != nil {
 			return Outcome{}, err
 		}

@@ -44,7 +44,7 @@ func EstimateBlock(b *surface.Block) int64 {
 	}
 	raw := []byte(b.Unknown)
 	if len(raw) == 0 {
-		raw, _ = surface.Data(*b)
+		raw, _ = encodeBlock(b)
 	}
 	return 4 + quarter(utf16Len(string(raw)))
 }
