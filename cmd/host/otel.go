@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/weirhost/weir/host"
+	"github.com/weirhost/weir/host/otlp"
 )
 
 // The commands that run an agent (run, demo, compact) export OpenTelemetry
@@ -33,8 +32,8 @@ import (
 //   - OTEL_SDK_DISABLED=true exports nothing; OTEL_TRACES_EXPORTER=none or
 //     OTEL_METRICS_EXPORTER=none turns one signal off.
 //
-// The exporters read the other OTEL_EXPORTER_OTLP_* variables themselves
-// (headers, timeout, compression, certificates), the SDK OTEL_SERVICE_NAME,
+// The exporters (package host/otlp) read the other OTEL_EXPORTER_OTLP_*
+// variables themselves (headers, timeout, compression, certificates), the SDK OTEL_SERVICE_NAME,
 // OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER and the batching ones. What
 // is recorded is flushed when the command ends, also on an error or an
 // interrupt (a second Ctrl-C quits at once, without it). Nothing of the
@@ -136,7 +135,7 @@ func startTelemetry(getenv func(string) string, stderr io.Writer) (*sdktrace.Tra
 		mp *sdkmetric.MeterProvider
 	)
 	if traces {
-		exp, err := otlptracehttp.New(ctx)
+		exp, err := otlp.NewTraceExporter(getenv)
 		if err != nil {
 			otelWarn(stderr, "traces are not exported: %v", err)
 		} else {
@@ -144,7 +143,7 @@ func startTelemetry(getenv func(string) string, stderr io.Writer) (*sdktrace.Tra
 		}
 	}
 	if metrics {
-		exp, err := otlpmetrichttp.New(ctx)
+		exp, err := otlp.NewMetricExporter(getenv)
 		if err != nil {
 			otelWarn(stderr, "metrics are not exported: %v", err)
 		} else {

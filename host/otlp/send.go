@@ -1,0 +1,108 @@
+package otlp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// maxResponse bounds how much of a response body is read.
+const maxResponse = 64 << 10
+
+// retryable are the statuses the specification says to retry.
+func retryable(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// send POSTs msg, retrying within the export timeout.
+func (c *config) send(ctx context.Context, msg proto.Message) error {
+	body, err := proto.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("otlp: marshal: %w", err)
+	}
+	if c.gzip {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write(body)
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("otlp: gzip: %w", err)
+		}
+		body = b.Bytes()
+	}
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	wait := 100 * time.Millisecond
+	for {
+		code, after, err := c.post(ctx, body)
+		if err == nil {
+			return nil
+		}
+		if !retryable(code) {
+			return err
+		}
+		d := wait
+		if after > 0 {
+			d = after
+		}
+		wait = min(2*wait, 5*time.Second)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (gave up retrying: %w)", err, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+// post makes one request; it returns the status and Retry-After of a
+// failed one.
+func (c *config) post(ctx context.Context, body []byte) (int, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, fmt.Errorf("otlp: request: %w", err)
+	}
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	if c.gzip {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is the caller's configuration
+		}
+		return 0, 0, fmt.Errorf("otlp: post: %w", err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp.StatusCode, 0, nil
+	}
+	var after time.Duration
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+		after = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(resp.Header.Get("Retry-After")); err == nil {
+		after = max(time.Until(t), 0)
+	}
+	return resp.StatusCode, after, fmt.Errorf("otlp: the collector answered %s", resp.Status)
+}
