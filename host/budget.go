@@ -270,8 +270,8 @@ func (v *View) envelope(req *SummaryRequest) CallEnvelope {
 	for i, m := range req.Messages {
 		if seq, ok := byID[m.ID]; ok {
 			lm, _ := log.Message(seq)
-			a, err1 := surface.Data(m)
-			b, err2 := surface.Data(lm)
+			a, err1 := eventData(m)
+			b, err2 := eventData(lm)
 			if err1 == nil && err2 == nil && bytes.Equal(a, b) {
 				env.Messages[i] = CallMessage{Seq: &seq}
 				continue

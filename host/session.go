@@ -327,7 +327,7 @@ func (s *Session) ReportFailure(by Proposer, err error) {
 
 // append is Propose for the loop with one event built from typed data.
 func (s *Session) append(typ string, data any, op surface.Op, sources []int64) (surface.Event, error) {
-	b, err := surface.Data(data)
+	b, err := eventData(data)
 	if err != nil {
 		return surface.Event{}, fmt.Errorf("encode %s: %w", typ, err)
 	}

@@ -145,7 +145,7 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	if len(commits) > 0 {
 		ps := make([]surface.Proposal, len(commits))
 		for i, c := range commits {
-			data, err := surface.Data(surface.StepMessage{Turn: turn, Step: step, Message: c.Message})
+			data, err := eventData(surface.StepMessage{Turn: turn, Step: step, Message: c.Message})
 			if err != nil {
 				return out, err
 			}
@@ -161,7 +161,7 @@ func (a *Agent) step(ctx context.Context, turn, step int64, claimed []*surface.M
 	// is the step's, or none is and they go back to the queue.
 	batch := make([]surface.Proposal, len(d.Messages))
 	for i, m := range d.Messages {
-		data, err := surface.Data(m)
+		data, err := eventData(m)
 		if err != nil {
 			return out, fmt.Errorf("encode the step's message %d: %w", i, err)
 		}
