@@ -122,6 +122,22 @@ func BenchmarkEvalVsReplay5k(b *testing.B) {
 	b.ReportMetric(float64(evalT-plugins)/float64(fold), "x-fold-net")
 }
 
+// BenchmarkRecord5k reads the session of BenchmarkEvalVsReplay5k (about
+// 5,000 events) into a Recording: the part of eval that runs no plugin.
+//
+//	go test ./host/eval -run '^$' -bench Record5k
+func BenchmarkRecord5k(b *testing.B) {
+	rt := runtime(b)
+	id, events := generate(b, rt, 620)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := eval.Record(id, events); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // listSurface writes what "weir replay FILE" prints of a log's surface
 // (cmd/host/replay.go): a line per node with a one-line preview of its
 // message, cut to 60 characters, then the count of wire messages. It reads

@@ -330,11 +330,11 @@ func reply(ev surface.Event, m *surface.Message, h surface.Header, window int64)
 		return Reply{}, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
 	}
 	r := Reply{Turn: d.Turn, Step: d.Step, Config: h.Config, Tools: h.Tools, Window: window}
-	res, info, err := llm.ReassembleInfo(d.Stream)
-	if err != nil || res == nil {
-		res = &llm.Result{Stream: d.Stream}
-	}
 	if ev.Type == surface.TypeAssistantAttempt {
+		res, info, err := llm.ReassembleInfo(d.Stream)
+		if err != nil || res == nil {
+			res = &llm.Result{Stream: d.Stream}
+		}
 		code := info.Code
 		if code == "" {
 			code = llm.CodeServer
@@ -347,9 +347,12 @@ func reply(ev surface.Event, m *surface.Message, h surface.Header, window int64)
 	if m == nil {
 		return Reply{}, fmt.Errorf("eval: seq %d: the assistant message is not on the surface", ev.Seq)
 	}
-	res.Content = slices.Clone(m.Content)
-	res.Usage = d.Usage
-	res.Stream = d.Stream
+	// Only the finish is read from the stream (an unreadable one has
+	// none), not the content it would assemble.
+	res := &llm.Result{Content: slices.Clone(m.Content), Usage: d.Usage, Stream: d.Stream}
+	if finish, _, err := llm.FinishOf(d.Stream); err == nil {
+		res.FinishReason = finish
+	}
 	if res.FinishReason == "" {
 		res.FinishReason = llm.FinishStop
 		if len(res.ToolCalls()) > 0 {

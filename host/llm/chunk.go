@@ -191,6 +191,19 @@ type assembler struct {
 	// firstMalformed is the first of them, shortened.
 	malformed      int
 	firstMalformed string
+	// finishOnly keeps only what the finish reason depends on (finish,
+	// finished, calls) right: an OpenAI-compatible payload that cannot
+	// change those is not decoded (see mayFinish).
+	finishOnly bool
+}
+
+// mayFinish reports whether an OpenAI-compatible payload can set the
+// finish reason or start a tool call: only a "finish_reason" or a
+// "tool_calls" member does, and a member name can spell either without
+// the bytes only through a \u escape.
+func mayFinish(p []byte) bool {
+	return bytes.Contains(p, []byte("finish_reason")) || bytes.Contains(p, []byte("tool_calls")) ||
+		bytes.Contains(p, []byte(`\u`))
 }
 
 // feed applies one data payload of event name (empty for unnamed events).
@@ -220,6 +233,9 @@ func (a *assembler) feed(data []byte, name string) (kept []byte, isJSON bool) {
 func (a *assembler) replay(p []byte, isJSON bool, name string) {
 	if a.native() {
 		a.applyNative(p, isJSON, name)
+		return
+	}
+	if a.finishOnly && !mayFinish(p) {
 		return
 	}
 	c, _ := a.dec.decode(p, isJSON)
@@ -383,16 +399,22 @@ func (a *assembler) result(done bool) *Result {
 			r.Content = append(r.Content, b)
 		}
 	}
+	r.FinishReason = a.finishReason(done)
+	return r
+}
+
+// finishReason is the finish reason of the reply (see result).
+func (a *assembler) finishReason(done bool) FinishReason {
 	switch {
 	case a.finished && a.api == APIGemini && a.finish == "STOP" && len(a.calls) > 0:
 		// Gemini ends a reply that calls functions with STOP.
-		r.FinishReason = FinishToolCalls
+		return FinishToolCalls
 	case a.finished:
-		r.FinishReason = finishOf(a.finish)
+		return finishOf(a.finish)
 	case done && len(a.calls) > 0:
-		r.FinishReason = FinishToolCalls
+		return FinishToolCalls
 	case done:
-		r.FinishReason = FinishStop
+		return FinishStop
 	}
-	return r
+	return ""
 }

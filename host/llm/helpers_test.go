@@ -34,6 +34,20 @@ func requireReassembles(t *testing.T, res *Result) {
 	require.Equal(t, res.Content, re.Content, "reassembled content")
 	require.Equal(t, res.Usage, re.Usage, "reassembled usage")
 	require.Equal(t, res.FinishReason, re.FinishReason, "reassembled finish reason")
+	requireFinishOf(t, res.Stream)
+}
+
+// requireFinishOf checks that FinishOf reads stream as ReassembleInfo
+// does: its result's finish reason, the same info and the same error.
+func requireFinishOf(t *testing.T, stream jsontext.Value) {
+	t.Helper()
+	res, info, err := ReassembleInfo(stream)
+	finish, finfo, ferr := FinishOf(stream)
+	require.Equal(t, err, ferr, "FinishOf's error")
+	require.Equal(t, info, finfo, "FinishOf's info")
+	if err == nil {
+		require.Equal(t, res.FinishReason, finish, "FinishOf's finish reason")
+	}
 }
 
 // collect returns an on-func recording deltas and the slice it fills.

@@ -265,18 +265,44 @@ func Reassemble(stream jsontext.Value) (*Result, error) {
 
 // ReassembleInfo is Reassemble that also reports how the attempt ended.
 func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
-	info := StreamInfo{Encoder: encoderV1}
 	var a assembler
+	info, err := walkRecord(stream, &a)
+	if err != nil {
+		return nil, info, err
+	}
+	res := a.result(info.Done)
+	res.Stream = stream
+	return res, info, nil
+}
+
+// FinishOf is ReassembleInfo for a caller that needs only the finish
+// reason: it returns the FinishReason of ReassembleInfo's result, the
+// same StreamInfo and the same error, and skips the payloads of an
+// OpenAI-compatible record that cannot bear on the finish (see
+// assembler.finishOnly) and the assembly of the content.
+func FinishOf(stream jsontext.Value) (FinishReason, StreamInfo, error) {
+	a := assembler{finishOnly: true}
+	info, err := walkRecord(stream, &a)
+	if err != nil {
+		return "", info, err
+	}
+	return a.finishReason(info.Done), info, nil
+}
+
+// walkRecord reads a stream record's members into info and replays its
+// chunks into a.
+func walkRecord(stream jsontext.Value, a *assembler) (StreamInfo, error) {
+	info := StreamInfo{Encoder: encoderV1}
 	// Payloads are checked strictly when replayed; the outer walk need not
 	// track member names too.
 	dec := jsontext.NewDecoder(bytes.NewReader(stream), jsontext.AllowDuplicateNames(true))
-	bad := func(err error) (*Result, StreamInfo, error) {
-		return nil, info, fmt.Errorf("llm: stream record is not readable: %w", err)
+	bad := func(err error) (StreamInfo, error) {
+		return info, fmt.Errorf("llm: stream record is not readable: %w", err)
 	}
 	if tok, err := dec.ReadToken(); err != nil {
 		return bad(err)
 	} else if tok.Kind() != '{' {
-		return nil, info, errors.New("llm: stream record is not a JSON object")
+		return info, errors.New("llm: stream record is not a JSON object")
 	}
 	version := -1
 	for dec.PeekKind() != '}' {
@@ -293,14 +319,14 @@ func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
 			}
 			n, err := strconv.Atoi(string(v))
 			if err != nil {
-				return nil, info, fmt.Errorf("llm: stream record member %q is %s, not an integer", key, v)
+				return info, fmt.Errorf("llm: stream record member %q is %s, not an integer", key, v)
 			}
 			switch key {
 			case "v":
 				version = n
 			case "enc":
 				if n < encoderV1 {
-					return nil, info, fmt.Errorf("llm: stream record member \"enc\" is %d, not an encoder version", n)
+					return info, fmt.Errorf("llm: stream record member \"enc\" is %d, not an encoder version", n)
 				}
 				info.Encoder = n
 			case "status":
@@ -315,19 +341,19 @@ func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
 			}
 			var s string
 			if json.Unmarshal(v, &s) != nil {
-				return nil, info, fmt.Errorf("llm: stream record member \"api\" is %s, not a string", v)
+				return info, fmt.Errorf("llm: stream record member \"api\" is %s, not a string", v)
 			}
 			api, err := ParseAPI(s)
 			if err != nil || api == APIOpenAI {
-				return nil, info, fmt.Errorf("llm: stream record names API %q, which this build cannot read", s)
+				return info, fmt.Errorf("llm: stream record names API %q, which this build cannot read", s)
 			}
 			if info.Chunks > 0 {
-				return nil, info, errors.New(`llm: stream record member "api" follows its chunks`)
+				return info, errors.New(`llm: stream record member "api" follows its chunks`)
 			}
 			a.api, info.API = api, api
 		case "chunks":
-			if err := replayChunks(dec, &a, &info); err != nil {
-				return nil, info, err
+			if err := replayChunks(dec, a, &info); err != nil {
+				return info, err
 			}
 		case "error":
 			v, err := dec.ReadValue()
@@ -339,7 +365,7 @@ func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
 				Message string `json:"message"`
 			}
 			if err := json.Unmarshal(v, &e); err != nil {
-				return nil, info, fmt.Errorf("llm: stream record error member: %w", err)
+				return info, fmt.Errorf("llm: stream record error member: %w", err)
 			}
 			info.Code, info.Message = e.Code, e.Message
 		default:
@@ -352,18 +378,16 @@ func ReassembleInfo(stream jsontext.Value) (*Result, StreamInfo, error) {
 		return bad(err)
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, info, errors.New("llm: stream record has data after its object")
+		return info, errors.New("llm: stream record has data after its object")
 	}
 	switch version {
 	case StreamVersion:
 	case -1:
-		return nil, info, errors.New(`llm: stream record has no "v" member`)
+		return info, errors.New(`llm: stream record has no "v" member`)
 	default:
-		return nil, info, fmt.Errorf("llm: stream record version %d is not supported (want %d)", version, StreamVersion)
+		return info, fmt.Errorf("llm: stream record version %d is not supported (want %d)", version, StreamVersion)
 	}
-	res := a.result(info.Done)
-	res.Stream = stream
-	return res, info, nil
+	return info, nil
 }
 
 // chunkShapeError says that chunk i of a record is malformed.

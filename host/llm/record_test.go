@@ -76,3 +76,41 @@ func TestRecorderResponseBody(t *testing.T) {
 		require.False(t, strings.Contains(string(v), "\xff"))
 	}
 }
+
+// TestFinishOfRecord checks that FinishOf reads a record as ReassembleInfo
+// does, for the payloads it skips and those it decodes.
+func TestFinishOfRecord(t *testing.T) {
+	chunk := func(payload string) string { return `[0,` + payload + `]` }
+	record := func(head string, chunks ...string) string {
+		return `{"v":1` + head + `,"chunks":[` + strings.Join(chunks, ",") + `]}`
+	}
+	text := chunk(`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`)
+	call := chunk(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}`)
+	tests := []struct{ name, rec string }{
+		{"finish", record("", text, chunk(`{"choices":[{"index":0,"finish_reason":"length"}]}`))},
+		{"last finish wins", record("", chunk(`{"choices":[{"index":0,"finish_reason":"stop"}]}`), text, chunk(`{"choices":[{"index":0,"finish_reason":"length"}]}`))},
+		{"empty finish", record("", text, chunk(`{"choices":[{"index":0,"finish_reason":""}]}`))},
+		{"other choice", record("", text, chunk(`{"choices":[{"index":1,"finish_reason":"length"}]}`))},
+		{"done", record(`,"done":1`, text)},
+		{"done with a call", record(`,"done":1`, text, call)},
+		{"call without done", record("", call)},
+		{"escaped finish member", record("", text, chunk(`{"choices":[{"index":0,"finish\u005freason":"length"}]}`))},
+		{"escaped call member", record(`,"done":1`, chunk(`{"choices":[{"index":0,"delta":{"tool\u005fcalls":[{"index":0,"id":"c","function":{"name":"f"}}]}}]}`))},
+		{"string payload", record(`,"done":1`, chunk(`"{\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"}]}"`))},
+		{"named event", record(`,"done":1`, `[0,{"choices":[{"index":0,"finish_reason":"length"}]},"message"]`, `[1,{"choices":[{"index":0,"finish_reason":"stop"}]},"other"]`)},
+		{"error event", record("", text, `[0,{"error":{"message":"x"}},"error"]`)},
+		{"malformed payload", record(`,"done":1`, chunk(`{"choices":[{"index":0,"finish_reason":"length"}],}`))},
+		{"no chunks", `{"v":1,"done":1}`},
+		{"anthropic", record(`,"api":"anthropic"`, `[0,{"type":"message_delta","delta":{"stop_reason":"tool_use"}},"message_delta"]`)},
+		{"gemini", record(`,"api":"gemini"`, chunk(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{}}}]},"finishReason":"STOP"}]}`))},
+		{"not readable", `{"v":1,`},
+		{"no version", `{"chunks":[]}`},
+		{"bad entry", `{"v":1,"chunks":[[1]]}`},
+		{"api after chunks", `{"v":1,"chunks":[],"api":"gemini"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			requireFinishOf(t, jsontext.Value(tt.rec))
+		})
+	}
+}
