@@ -50,15 +50,7 @@ func FuzzDecodeHeader(f *testing.F) {
 }
 
 func checkDecodeHeader(t *testing.T, b []byte) {
-	var want surface.Header
-	werr := json.Unmarshal(b, &want)
-	got, gerr := surface.DecodeHeader(b)
-	if werr != nil {
-		require.Error(t, gerr, "DecodeHeader accepted %q, which json.Unmarshal refuses: %v", b, werr)
-		return
-	}
-	require.NoError(t, gerr, "DecodeHeader refused %q, which json.Unmarshal accepts", b)
-	require.Equal(t, want, got, "%q", b)
+	sameAsUnmarshal(t, b, surface.DecodeHeader, "DecodeHeader")
 }
 
 var usageSeeds = []string{
@@ -91,15 +83,7 @@ func FuzzDecodeUsage(f *testing.F) {
 }
 
 func checkDecodeUsage(t *testing.T, b []byte) {
-	var want surface.Usage
-	werr := json.Unmarshal(b, &want)
-	got, gerr := surface.DecodeUsage(b)
-	if werr != nil {
-		require.Error(t, gerr, "DecodeUsage accepted %q, which json.Unmarshal refuses: %v", b, werr)
-		return
-	}
-	require.NoError(t, gerr, "DecodeUsage refused %q, which json.Unmarshal accepts", b)
-	require.Equal(t, want, got, "%q", b)
+	sameAsUnmarshal(t, b, surface.DecodeUsage, "DecodeUsage")
 }
 
 var blockSeeds = []string{
@@ -128,13 +112,20 @@ func FuzzDecodeBlocks(f *testing.F) {
 }
 
 func checkDecodeBlocks(t *testing.T, b []byte) {
-	var want []surface.Block
+	sameAsUnmarshal(t, b, surface.DecodeBlocks, "DecodeBlocks")
+}
+
+// sameAsUnmarshal checks decode against json.Unmarshal into the same type:
+// both refuse b, or both accept it with equal values.
+func sameAsUnmarshal[T any](t *testing.T, b []byte, decode func([]byte) (T, error), name string) {
+	t.Helper()
+	var want T
 	werr := json.Unmarshal(b, &want)
-	got, gerr := surface.DecodeBlocks(b)
+	got, gerr := decode(b)
 	if werr != nil {
-		require.Error(t, gerr, "DecodeBlocks accepted %q, which json.Unmarshal refuses: %v", b, werr)
+		require.Error(t, gerr, "%s accepted %q, which json.Unmarshal refuses: %v", name, b, werr)
 		return
 	}
-	require.NoError(t, gerr, "DecodeBlocks refused %q, which json.Unmarshal accepts", b)
+	require.NoError(t, gerr, "%s refused %q, which json.Unmarshal accepts", name, b)
 	require.Equal(t, want, got, "%q", b)
 }
