@@ -282,7 +282,9 @@ func TestBrowserDemo(t *testing.T) {
 	// The filter: Enter in the text box opens the filtered page.
 	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/"), chromedp.WaitVisible(chromedp.ID("f-q")))
 	within(t, ctx, chromedp.SendKeys(chromedp.ID("f-q"), "pirate\r"))
-	waitFor(t, ctx, `location.search === "?q=pirate" && document.getElementById("items")`)
+	// The page's script is deferred: it attaches the filter's handlers only
+	// after parsing ends, so the next step waits for the load to complete.
+	waitFor(t, ctx, `location.search === "?q=pirate" && document.readyState === "complete"`)
 	require.Equal(t, "pirate", jsEval[string](t, ctx, `document.getElementById("f-q").value`))
 	require.True(t, jsEval[bool](t, ctx, `(() => { const its = document.querySelectorAll("#items > .it"); return its.length > 0 && Array.from(its).every(e => e.textContent.toLowerCase().includes("pirate")); })()`))
 	within(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => { const k = document.getElementById("f-kind"); k.value = "prompt"; k.dispatchEvent(new Event("change")); })()`))
