@@ -71,7 +71,7 @@ func loadConfig(getenv func(string) string, signal, path string) (*config, error
 			if !ok || k == "" {
 				return nil, fmt.Errorf("otlp: %s: an entry is not key=value", n)
 			}
-			dv, err := url.QueryUnescape(strings.TrimSpace(val))
+			dv, err := url.PathUnescape(strings.TrimSpace(val)) // "+" stays "+"
 			if err != nil {
 				return nil, fmt.Errorf("otlp: %s: the value of %q is not URL-encoded", n, k)
 			}

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,6 +30,7 @@ type collector struct {
 	mu      sync.Mutex
 	codes   []int
 	after   string
+	drop    int // connections to close before answering, first
 	hits    int
 	headers []http.Header
 	traces  []*tracepb.TracesData
@@ -43,6 +45,13 @@ func newCollector(t *testing.T, codes ...int) *collector {
 		defer c.mu.Unlock()
 		c.hits++
 		c.headers = append(c.headers, r.Header.Clone())
+		if c.drop > 0 {
+			c.drop--
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
 		if len(c.codes) > 0 {
 			code := c.codes[0]
 			c.codes = c.codes[1:]
@@ -103,7 +112,7 @@ func TestTraceExport(t *testing.T) {
 		env  map[string]string
 		gzip bool
 	}{
-		{"plain", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20tok,x-a=1"}, false},
+		{"plain", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20tok,x-a=1,x-key=a+b%2Bc=="}, false},
 		{"gzip", map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Bearer%20tok"}, true},
 	}
 	for _, tt := range tests {
@@ -136,6 +145,12 @@ func TestTraceExport(t *testing.T) {
 			}
 			if got := col.headers[0].Get("Authorization"); got != "Bearer tok" {
 				t.Errorf("Authorization = %q, want the URL-decoded value", got)
+			}
+			if got, want := col.headers[0].Get("X-Key"), "a+b+c=="; tt.name == "plain" && got != want {
+				t.Errorf("X-Key = %q, want %q: a plus sign is itself, as in base64", got, want)
+			}
+			if got := col.headers[0].Get("User-Agent"); !strings.HasPrefix(got, "weir-otlp/") {
+				t.Errorf("User-Agent = %q, want the exporter named", got)
 			}
 			if got := col.headers[0].Get("Content-Encoding") == "gzip"; got != tt.gzip {
 				t.Errorf("gzip = %v, want %v", got, tt.gzip)
@@ -267,6 +282,40 @@ func TestSendStatus(t *testing.T) {
 				t.Errorf("%d requests, want %d", col.hits, tt.hits)
 			}
 		})
+	}
+}
+
+// A connection dropped before the answer is retried, as a status of 503
+// is; a collector nobody listens on is retried until the timeout.
+func TestSendTransportFailure(t *testing.T) {
+	col := newCollector(t)
+	col.drop = 1
+	exp, err := NewTraceExporter(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.srv.URL}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.cfg.send(context.Background(), &tracepb.TracesData{}); err != nil {
+		t.Fatalf("after a dropped connection: %v", err)
+	}
+	col.mu.Lock()
+	if col.hits != 2 || len(col.traces) != 1 {
+		t.Errorf("%d attempts and %d received, want 2 and 1", col.hits, len(col.traces))
+	}
+	col.mu.Unlock()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	exp, err = NewTraceExporter(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr, "OTEL_EXPORTER_OTLP_TIMEOUT": "300"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = exp.cfg.send(context.Background(), &tracepb.TracesData{})
+	if err == nil || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "gave up retrying") {
+		t.Errorf("err = %v, want a refused connection retried until the timeout", err)
 	}
 }
 

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
+	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -18,14 +21,42 @@ import (
 // maxResponse bounds how much of a response body is read.
 const maxResponse = 64 << 10
 
-// retryable are the statuses the specification says to retry.
-func retryable(code int) bool {
+// retryable says whether a failed post is worth another try: the statuses
+// the specification names, and a transport failure that another attempt
+// can cure (refused or reset connection, a connection closed before the
+// answer, a timeout of one attempt). Certificate and address errors, and
+// the export's own deadline, are not.
+func retryable(code int, err error) bool {
 	switch code {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
+	case 0:
+		var ne net.Error
+		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded)
 	}
 	return false
 }
+
+// userAgent names the exporter and the module version it was built from,
+// as the specification asks of exporters.
+var userAgent = func() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path == module && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == module {
+				v = d.Version
+			}
+		}
+	}
+	return "weir-otlp/" + v
+}()
+
+const module = "github.com/weirhost/weir"
 
 // send POSTs msg, retrying within the export timeout.
 func (c *config) send(ctx context.Context, msg proto.Message) error {
@@ -53,7 +84,7 @@ func (c *config) send(ctx context.Context, msg proto.Message) error {
 		if err == nil {
 			return nil
 		}
-		if !retryable(code) {
+		if !retryable(code, err) || ctx.Err() != nil {
 			return err
 		}
 		d := wait
@@ -82,6 +113,7 @@ func (c *config) post(ctx context.Context, body []byte) (int, time.Duration, err
 		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("User-Agent", userAgent)
 	if c.gzip {
 		req.Header.Set("Content-Encoding", "gzip")
 	}

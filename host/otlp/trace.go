@@ -18,9 +18,9 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
-// errShutdown is returned by an export after Shutdown.
 var osGetenv = os.Getenv
 
+// errShutdown is returned by an export after Shutdown.
 var errShutdown = errors.New("otlp: the exporter is shut down")
 
 // TraceExporter sends spans to an OTLP/HTTP endpoint.
