@@ -71,21 +71,11 @@ func writeStepMessage(e *jsontext.Encoder, m *surface.StepMessage) error {
 	if m.Stream != nil {
 		w.value("stream", m.Stream)
 	}
-	if u := m.Usage; u != nil {
+	if m.Usage != nil {
 		w.tok(jsontext.String("usage"))
-		w.tok(jsontext.BeginObject)
-		w.int("inputTokens", u.Input)
-		w.int("outputTokens", u.Output)
-		if u.CacheRead != 0 {
-			w.int("cacheReadTokens", u.CacheRead)
+		if w.err == nil {
+			w.err = m.Usage.MarshalJSONTo(e)
 		}
-		if u.CacheWrite != 0 {
-			w.int("cacheWriteTokens", u.CacheWrite)
-		}
-		if u.Reasoning != 0 {
-			w.int("reasoningTokens", u.Reasoning)
-		}
-		w.tok(jsontext.EndObject)
 	}
 	if m.Interrupted {
 		w.tok(jsontext.String("interrupted"))

@@ -180,6 +180,25 @@ func DecodeUsage(b []byte) (Usage, error) {
 	return u, nil
 }
 
+// MarshalJSONTo writes u as its struct tags say (the counts after the
+// first two only when not zero), without reflection.
+func (u Usage) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := writer{enc: enc}
+	w.tok(jsontext.BeginObject)
+	w.int("inputTokens", u.Input)
+	w.int("outputTokens", u.Output)
+	for _, c := range [...]struct {
+		name string
+		n    int64
+	}{{"cacheReadTokens", u.CacheRead}, {"cacheWriteTokens", u.CacheWrite}, {"reasoningTokens", u.Reasoning}} {
+		if c.n != 0 {
+			w.int(c.name, c.n)
+		}
+	}
+	w.tok(jsontext.EndObject)
+	return w.err
+}
+
 // Total is input + cache read + cache write + output.
 func (u Usage) Total() int64 { return u.Input + u.CacheRead + u.CacheWrite + u.Output }
 

@@ -126,20 +126,9 @@ func (d summaryData) encode() ([]byte, error) {
 	if d.MaxTokens != 0 {
 		w.int("maxTokens", d.MaxTokens)
 	}
-	if u := d.Usage; u != nil {
+	if d.Usage != nil {
 		w.tok(jsontext.String("usage"))
-		w.tok(jsontext.BeginObject)
-		w.int("inputTokens", u.Input)
-		w.int("outputTokens", u.Output)
-		for _, f := range []struct {
-			name string
-			v    int64
-		}{{"cacheReadTokens", u.CacheRead}, {"cacheWriteTokens", u.CacheWrite}, {"reasoningTokens", u.Reasoning}} {
-			if f.v != 0 {
-				w.int(f.name, f.v)
-			}
-		}
-		w.tok(jsontext.EndObject)
+		w.value(d.Usage.MarshalJSONTo)
 	}
 	w.tok(jsontext.EndObject)
 	return w.bytes()
