@@ -198,12 +198,31 @@ type assembler struct {
 }
 
 // mayFinish reports whether an OpenAI-compatible payload can set the
-// finish reason or start a tool call: only a "finish_reason" or a
-// "tool_calls" member does, and a member name can spell either without
-// the bytes only through a \u escape.
+// finish reason or start a tool call: only a "tool_calls" member or a
+// "finish_reason" member that is not null does, and a member name can
+// spell either without the bytes only through a \u escape. A
+// `finish_reason"` followed by a colon ends a member name (a string
+// value holds no unescaped quote, and no colon follows a value in JSON
+// that decodes).
 func mayFinish(p []byte) bool {
-	return bytes.Contains(p, []byte("finish_reason")) || bytes.Contains(p, []byte("tool_calls")) ||
-		bytes.Contains(p, []byte(`\u`))
+	if bytes.Contains(p, []byte("tool_calls")) || bytes.Contains(p, []byte(`\u`)) {
+		return true
+	}
+	const name = `finish_reason"`
+	for {
+		i := bytes.Index(p, []byte(name))
+		if i < 0 {
+			return false
+		}
+		p = p[i+len(name):]
+		rest := bytes.TrimLeft(p, " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			return true
+		}
+		if rest = bytes.TrimLeft(rest[1:], " \t\r\n"); !bytes.HasPrefix(rest, []byte("null")) {
+			return true
+		}
+	}
 }
 
 // feed applies one data payload of event name (empty for unnamed events).

@@ -89,6 +89,11 @@ func TestFinishOfRecord(t *testing.T) {
 	tests := []struct{ name, rec string }{
 		{"finish", record("", text, chunk(`{"choices":[{"index":0,"finish_reason":"length"}]}`))},
 		{"last finish wins", record("", chunk(`{"choices":[{"index":0,"finish_reason":"stop"}]}`), text, chunk(`{"choices":[{"index":0,"finish_reason":"length"}]}`))},
+		{"null finish", record(`,"done":1`, call, chunk(`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`))},
+		{"spaced null finish", record("", chunk(`{"choices":[{"index":0,"finish_reason" :  null}]}`))},
+		{"null then finish", record("", chunk(`{"choices":[{"index":0,"finish_reason":null},{"index":0,"finish_reason":"length"}]}`))},
+		{"spaced finish", record("", chunk(`{"choices":[{"index":0,"finish_reason" :`+"\n"+` "length"}]}`))},
+		{"finish in text", record(`,"done":1`, chunk(`{"choices":[{"index":0,"delta":{"content":"finish_reason\": \"length"}}]}`))},
 		{"empty finish", record("", text, chunk(`{"choices":[{"index":0,"finish_reason":""}]}`))},
 		{"other choice", record("", text, chunk(`{"choices":[{"index":1,"finish_reason":"length"}]}`))},
 		{"done", record(`,"done":1`, text)},
