@@ -79,14 +79,24 @@ func (c *config) send(ctx context.Context, msg proto.Message) error {
 		defer cancel()
 	}
 	wait := 100 * time.Millisecond
+	var last error // the last failure the deadline did not cause
 	for {
 		code, after, err := c.post(ctx, body)
 		if err == nil {
 			return nil
 		}
-		if !retryable(code, err) || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			// The deadline cut this attempt short: what failed before it
+			// says more than the cut does.
+			if last == nil {
+				last = err
+			}
+			return fmt.Errorf("%w (gave up retrying: %w)", last, context.Cause(ctx))
+		}
+		if !retryable(code, err) {
 			return err
 		}
+		last = err
 		d := wait
 		if after > 0 {
 			d = after
