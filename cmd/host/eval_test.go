@@ -191,7 +191,7 @@ func TestEvalPricesFromConfiguration(t *testing.T) {
 func TestEvalWritesNoMeterState(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cache := t.TempDir()
+	cache := warmCacheCopy(t)
 	file := filepath.Join(dir, "demo.jsonl")
 	orig, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/sessions/demo.jsonl"))
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/config"
+	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/host/llm/llmtest"
 	"github.com/weirhost/weir/sdk/wasmbuild"
 	"github.com/weirhost/weir/surface"
@@ -94,12 +95,76 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "the command the tests run: %v\n", err)
 	} else if err := os.MkdirAll(testHome, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+	} else if err := warmCache(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "compiling the first-party plugins into the shared cache: %v\n", err)
 	} else {
 		code = m.Run()
 	}
 	os.RemoveAll(dir)
 	os.Remove(testRunsDir) // only when no other run is using it
 	os.Exit(code)
+}
+
+// warmCache runs one offline turn in a scratch folder under dir, so that
+// the shared compilation cache holds the first-party module before the
+// tests start: parallel tests then read it instead of each compiling it.
+func warmCache(dir string) error {
+	scratch := filepath.Join(dir, "warm")
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	cmd := exec.Command(hostBin, "run", "--route", "offline", "hello")
+	cmd.Dir = scratch
+	cmd.Env = hostEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
+
+// warmCacheCopy is a compilation cache of the test's own holding the
+// compiled modules of the shared one (hard links, with their seals and the
+// key that vouches for them) and nothing else: no meter states, so a test
+// sees exactly what its command writes there, without compiling again.
+func warmCacheCopy(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "cache")
+	require.NoError(t, filepath.WalkDir(wazeroCache, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(wazeroCache, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if rel == "meter-state" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		return linkOrCopy(path, filepath.Join(dst, rel))
+	}))
+	require.NoError(t, linkOrCopy(plugin.CacheKeyPath(wazeroCache), plugin.CacheKeyPath(dst)))
+	return dst
+}
+
+// linkOrCopy hard-links src at dst, copying it (with its mode) where the
+// folders are on different file systems.
+func linkOrCopy(src, dst string) error {
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, fi.Mode().Perm())
 }
 
 // linkSelf puts this test binary at path, hard-linked (copied where the
