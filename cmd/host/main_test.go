@@ -18,8 +18,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/require"
 	"github.com/weirhost/weir/host/config"
-	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/host/llm/llmtest"
+	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/sdk/wasmbuild"
 	"github.com/weirhost/weir/surface"
 )
