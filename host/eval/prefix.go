@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -27,7 +28,11 @@ type prefixEncoder struct {
 	info *vocabInfo
 	text string
 	ids  []int
-	cuts []cut // the ends of the added tokens of ids, in order
+	// spare is the ids slice of the call before last, which the next
+	// call writes into: a caller may keep the ids of one call until the
+	// call after the next.
+	spare []int
+	cuts  []cut // the ends of the added tokens of ids, in order
 	// encoded counts the bytes handed to the tokenizer.
 	encoded int
 }
@@ -71,7 +76,8 @@ func newPrefixEncoder(t *tokenizer.Tokenizer) *prefixEncoder {
 }
 
 // encode returns the ids of text (tokenizer.Encode(text)) and keeps them
-// for the next call. The slice is the caller's until that call.
+// for the next call. The slice is the caller's until the call after the
+// next one, which reuses its memory.
 func (p *prefixEncoder) encode(text string) []int {
 	if !utf8.ValidString(text) {
 		p.text, p.ids, p.cuts = "", nil, nil
@@ -86,7 +92,7 @@ func (p *prefixEncoder) encode(text string) []int {
 			break
 		}
 	}
-	ids := make([]int, 0, len(text)/3+8)
+	ids := slices.Grow(p.spare[:0], len(text)/3+8)
 	off, from := 0, 0
 	if keep >= 0 {
 		c := p.cuts[keep]
@@ -111,6 +117,6 @@ func (p *prefixEncoder) encode(text string) []int {
 		}
 		off = end
 	}
-	p.text, p.ids = text, ids
+	p.text, p.ids, p.spare = text, ids, p.ids
 	return ids
 }

@@ -153,6 +153,7 @@ type renderer struct {
 	tools     []jsontext.Value
 	toolsText string
 	msgs      []tokenizer.Message
+	buf       []byte // the text, rendered in place before one copy
 }
 
 // render is wirePrompt(llm.EncodeRequest(req)) for a request that
@@ -253,7 +254,10 @@ func (r *renderer) render(req *llm.Request) (requestText, error) {
 			break
 		}
 	}
-	text := r.toolsText + tokenizer.RenderChat(msgs, false) + gen
+	r.buf = append(r.buf[:0], r.toolsText...)
+	r.buf = tokenizer.AppendChat(r.buf, msgs, false)
+	r.buf = append(r.buf, gen...)
+	text := string(r.buf)
 	return requestText{system: strings.Join(system, "\x00"), tools: r.toolsText,
 		text: text, base: text[:len(text)-len(gen)], ok: true}, nil
 }

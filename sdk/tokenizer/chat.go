@@ -1,6 +1,10 @@
 package tokenizer
 
-import "strings"
+import (
+	"bytes"
+	"slices"
+	"strings"
+)
 
 // Message is one chat message as the DeepSeek V3 chat template
 // (tokenizer_config.json) sees it.
@@ -57,7 +61,40 @@ const (
 // With addGenerationPrompt, <｜Assistant｜> is appended unless the last
 // message is a tool result.
 func RenderChat(msgs []Message, addGenerationPrompt bool) string {
+	var n chatLen
+	writeChat(&n, msgs, addGenerationPrompt)
 	var b strings.Builder
+	b.Grow(int(n))
+	writeChat(&b, msgs, addGenerationPrompt)
+	return b.String()
+}
+
+// AppendChat appends RenderChat(msgs, addGenerationPrompt) to dst, growing
+// it once, and returns the extended slice.
+func AppendChat(dst []byte, msgs []Message, addGenerationPrompt bool) []byte {
+	var n chatLen
+	writeChat(&n, msgs, addGenerationPrompt)
+	b := bytes.NewBuffer(slices.Grow(dst, int(n)))
+	writeChat(b, msgs, addGenerationPrompt)
+	return b.Bytes()
+}
+
+// chatWriter is where writeChat renders: a strings.Builder, a
+// bytes.Buffer, or chatLen, which only counts.
+type chatWriter interface {
+	WriteString(string) (int, error)
+}
+
+// chatLen counts the bytes written to it.
+type chatLen int
+
+func (n *chatLen) WriteString(s string) (int, error) {
+	*n += chatLen(len(s))
+	return len(s), nil
+}
+
+// writeChat is the template itself (see RenderChat).
+func writeChat(b chatWriter, msgs []Message, addGenerationPrompt bool) {
 	b.WriteString(bosToken)
 	firstSystem := true
 	for _, m := range msgs {
@@ -130,7 +167,6 @@ func RenderChat(msgs []Message, addGenerationPrompt bool) string {
 	if addGenerationPrompt && !isTool {
 		b.WriteString(assistantToken)
 	}
-	return b.String()
 }
 
 // EncodeChat returns the token ids of RenderChat(msgs, addGenerationPrompt):

@@ -49,6 +49,9 @@ func TestChatTemplateOracle(t *testing.T) {
 			msgs = append(msgs, msg)
 		}
 		require.Equal(t, c.Text, RenderChat(msgs, c.Gen), "case %d", n)
+		prefix := []byte("before")
+		got := AppendChat(prefix[:len(prefix):len(prefix)], msgs, c.Gen)
+		require.Equal(t, "before"+c.Text, string(got), "case %d: AppendChat", n)
 		require.Equal(t, c.IDs, tok.EncodeChat(msgs, c.Gen), "case %d", n)
 		require.Equal(t, len(c.IDs), tok.CountChat(msgs, c.Gen), "case %d", n)
 		n++
