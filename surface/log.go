@@ -161,10 +161,16 @@ func (l *Log) appendBatch(ps []Proposal, check func(*Log, int64) error) ([]Event
 		if p.Sources != nil {
 			evs[i].Sources = slices.Clone(p.Sources)
 		}
-		if err := validData(&evs[i]); err != nil {
-			return nil, err
+		// A known type's data is validated with its payload rules in
+		// admitOne, by the same parser and with the same errors; it is
+		// validated here first only when it must be compacted, which
+		// needs valid JSON.
+		if d := evs[i].Data; !Known(p.Type) || len(d) == 0 || !isOneLine(d) {
+			if err := validData(&evs[i]); err != nil {
+				return nil, err
+			}
+			evs[i].Data = oneLine(evs[i].Data)
 		}
-		evs[i].Data = oneLine(evs[i].Data)
 		evs[i].checked = true
 	}
 	if len(evs) == 1 && check == nil {
@@ -200,12 +206,18 @@ func (l *Log) appendBatch(ps []Proposal, check func(*Log, int64) error) ([]Event
 // breaks inside it, so the event fits one log line and reads back
 // byte-identical. Data already in that form is returned as is.
 func oneLine(d []byte) []byte {
-	if n := len(d); isSpace(d[0]) || isSpace(d[n-1]) || bytes.ContainsAny(d, "\r\n") {
+	if !isOneLine(d) {
 		v := jsontext.Value(d)
 		v.Compact() // cannot fail: d is valid
 		return v
 	}
 	return d
+}
+
+// isOneLine reports whether non-empty data d has no whitespace around it
+// and no line break inside it.
+func isOneLine(d []byte) bool {
+	return !isSpace(d[0]) && !isSpace(d[len(d)-1]) && !bytes.ContainsAny(d, "\r\n")
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
