@@ -140,7 +140,7 @@ func compactionAgent(ctx context.Context, e *env, cfg *config.Config, route *set
 		h.Close(ctx)
 		return nil, nil, fmt.Errorf("no compaction plugin is enabled in the configuration")
 	}
-	a, err := h.Agent(s, withTelemetry(host.Config{}))
+	a, err := h.Agent(ctx, s, withTelemetry(host.Config{}))
 	if err != nil {
 		h.Close(ctx)
 		return nil, nil, err

@@ -138,7 +138,7 @@ func demoCmd(e *env, args []string) error {
 		return err
 	}
 	defer closeHost(ctx, e, h)
-	a, err := h.Agent(s, withTelemetry(host.Config{
+	a, err := h.Agent(ctx, s, withTelemetry(host.Config{
 		Sections: sections,
 		Data:     map[string]string{}, // no host data: the session file is the same wherever it runs
 		Tools:    builtin.Tools(work, clock),

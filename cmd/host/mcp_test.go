@@ -3,9 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -90,4 +95,44 @@ func TestRunWithMCPServer(t *testing.T) {
 	assert.Contains(t, list, toolJSON{Name: "read_file", Source: "built-in", Policy: "allow", PolicyBy: "the default for a read-only tool"})
 	assert.Contains(t, list, toolJSON{Name: "notes__read", Source: "mcp:notes", Policy: "allow", PolicyBy: "the default for a read-only tool"})
 	assert.Contains(t, list, toolJSON{Name: "notes__write", Source: "mcp:notes", Policy: "ask", PolicyBy: "the default for a tool that may write or run"})
+}
+
+// Ctrl-C while an MCP server is starting (a command that never answers
+// the handshake) ends the run at once with status 130, well within the
+// server's configured timeout, and the session can be run again.
+func TestCtrlCWhileAnMCPServerStarts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "started")
+	conf := "mcp:\n  servers:\n    mute:\n      command: sh\n      args: [\"-c\", \"echo > " + marker + "; exec sleep 600\"]\n      timeout: 10m\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "weir.yaml"), []byte(conf), 0o644))
+	session := filepath.Join(dir, "s.jsonl")
+	cmd := exec.Command(hostBin, "run", "--route", "offline", "--session", session, "hello")
+	cmd.Dir = dir
+	cmd.Env = hostEnv()
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(hangBound)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the MCP server was never started; stderr: %s", stderr.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := waitExit(t, cmd, hangBound)
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+	require.Equal(t, 130, ee.ExitCode(), "stderr: %s", stderr.String())
+	// Not held by the server's start, whose handshake may take up to
+	// mcp.DefaultStartTimeout (10 s): ended by the Ctrl-C.
+	require.Less(t, time.Since(start), 5*time.Second, "the run ends soon after the Ctrl-C")
+	require.Contains(t, stderr.String(), "interrupted while starting the MCP servers")
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "weir.yaml")))
+	r := runHost(t, dir, "", "run", "--route", "offline", "--session", session, "again")
+	require.Equal(t, 0, r.code, r.stderr)
 }

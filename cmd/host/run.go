@@ -259,11 +259,14 @@ func runCmd(e *env, args []string) error {
 		return err
 	}
 	defer closeHost(ctx, e, h) // after an interrupt, without waiting for compilations
-	a, err := h.Agent(s, withTelemetry(host.Config{Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta}))
+	a, err := h.Agent(ctx, s, withTelemetry(host.Config{Sections: sections, Tools: builtin.Tools(cwd, nil), OnDelta: out.delta}))
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	if interrupted() {
+		return &exitStatus{code: 130, msg: "interrupted while starting the MCP servers; session " + path}
+	}
 	if meter := a.Providers.Meter; meter != nil {
 		s.Log().Observe(func(ev surface.Event) {
 			if ev.Type == surface.TypeStepEnd {

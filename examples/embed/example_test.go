@@ -88,7 +88,7 @@ func Example() {
 
 	// One agent per session: what the host.Config leaves zero (the route,
 	// the model, the providers, limits) comes from the Host.
-	agent, err := h.Agent(s, host.Config{
+	agent, err := h.Agent(ctx, s, host.Config{
 		Sections:         []host.Section{{Key: "base", Text: "You are terse."}},
 		Tools:            []host.Tool{shout},
 		ToolInterceptors: []host.ToolInterceptor{approve},

@@ -12,7 +12,7 @@
 //	h, err := setup.New(ctx, cfg, &setup.Options{Getenv: os.Getenv, CacheDir: dir})
 //	...
 //	defer h.Close(ctx)
-//	a, err := h.Agent(s, host.Config{Tools: tools})
+//	a, err := h.Agent(ctx, s, host.Config{Tools: tools})
 //	...
 //	defer a.Close()
 //	res, err := a.Run(ctx, a.UserMessage("hello"))

@@ -45,7 +45,7 @@ func Example() {
 	// host data, limits).
 	s := host.NewSession("example", surface.New(), nil, host.WithIDs(host.CounterIDs("m")))
 	defer s.Close()
-	a, err := h.Agent(s, host.Config{Tools: []host.Tool{files}})
+	a, err := h.Agent(ctx, s, host.Config{Tools: []host.Tool{files}})
 	if err != nil {
 		panic(err)
 	}

@@ -93,7 +93,7 @@ func TestMCPAgent(t *testing.T) {
 		sent = append(sent, b)
 		return next(ctx, req, on)
 	}
-	a, err := h.Agent(s, host.Config{ModelInterceptors: []host.ModelInterceptor{capture}})
+	a, err := h.Agent(ctx, s, host.Config{ModelInterceptors: []host.ModelInterceptor{capture}})
 	require.NoError(t, err)
 	defer a.Close()
 	changed := make(chan struct{}, 4)

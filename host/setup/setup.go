@@ -488,9 +488,12 @@ type Agent struct {
 
 // Agent makes an agent on session s with the session's providers. c is
 // the agent's configuration: a zero field is filled from the Host (see the
-// package documentation), others are kept. Close the agent when the
-// session ends, before the session or after it.
-func (h *Host) Agent(s *host.Session, c host.Config) (*Agent, error) {
+// package documentation), others are kept. ctx bounds the start of the
+// MCP servers whose tools the agent offers: when it ends first (a Ctrl-C),
+// the agent offers the tools started so far and the servers not started
+// are stopped, as after a failed start. Close the agent when the session
+// ends, before the session or after it.
+func (h *Host) Agent(ctx context.Context, s *host.Session, c host.Config) (*Agent, error) {
 	p, err := h.Providers(s)
 	if err != nil {
 		return nil, err
@@ -506,7 +509,7 @@ func (h *Host) Agent(s *host.Session, c host.Config) (*Agent, error) {
 		}
 		offered.Store(&m)
 	}
-	tools, err := h.Tools(context.Background(), base)
+	tools, err := h.Tools(ctx, base)
 	if err != nil {
 		h.log.Warn("MCP servers offer no tools", "error", err)
 	}

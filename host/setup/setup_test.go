@@ -58,7 +58,7 @@ func TestRouteTokenizer(t *testing.T) {
 		h, err := setup.New(ctx, cfg, &setup.Options{CacheDir: cacheDir})
 		require.NoError(t, err)
 		s := host.NewSession("tok", surface.New(), nil)
-		a, err := h.Agent(s, host.Config{})
+		a, err := h.Agent(ctx, s, host.Config{})
 		require.NoError(t, err)
 		_, err = a.Run(ctx, a.UserMessage("hello"))
 		require.NoError(t, err)
@@ -88,7 +88,7 @@ func TestSessionsAndClose(t *testing.T) {
 	for i := range n {
 		s := host.NewSession(string(rune('a'+i)), surface.New(), nil)
 		t.Cleanup(func() { s.Close() })
-		agents[i], err = h.Agent(s, host.Config{})
+		agents[i], err = h.Agent(ctx, s, host.Config{})
 		require.NoError(t, err)
 		wg.Go(func() {
 			res, err := agents[i].Run(ctx, agents[i].UserMessage("hello"))
@@ -110,7 +110,7 @@ func TestSessionsAndClose(t *testing.T) {
 	require.NoError(t, h.Close(ctx))
 	require.NoError(t, h.Close(ctx))
 	agents[1].Close() // after the Host: nothing left to do
-	_, err = h.Agent(host.NewSession("late", surface.New(), nil), host.Config{})
+	_, err = h.Agent(ctx, host.NewSession("late", surface.New(), nil), host.Config{})
 	require.ErrorIs(t, err, setup.ErrClosed)
 }
 

@@ -39,7 +39,7 @@ func TestSummarizeRouteFromConfig(t *testing.T) {
 	defer h.Close(ctx)
 	s := host.NewSession("s", surface.New(), nil)
 	defer s.Close()
-	a, err := h.Agent(s, host.Config{})
+	a, err := h.Agent(ctx, s, host.Config{})
 	require.NoError(t, err)
 	defer a.Close()
 	for range 6 {
