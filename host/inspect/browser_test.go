@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -14,32 +15,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	cdppage "github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/performance"
-	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
 
 // The browser tests drive headless Chromium (Debian's chromium package)
-// with chromedp: one browser for the package's run, a new tab per test.
-// Without Chromium they skip, except under CI=true, where they fail.
-// Screenshots go to $WEIR_SCREENSHOTS when set, else to the test's
-// temporary folder.
+// over the DevTools protocol (cdp_test.go): one browser for the package's
+// run, a new tab per test. Without Chromium they skip, except under
+// CI=true, where they fail. Screenshots go to $WEIR_SCREENSHOTS when set,
+// else to the test's temporary folder.
 
 var chromium struct {
-	once   sync.Once
-	path   string
-	ctx    context.Context // the browser
-	cancel func()
-	dir    string // the profile and the browser's TMPDIR, removed at exit
-	err    error
+	once sync.Once
+	path string
+	b    *cdpBrowser
+	dir  string // the profile and the browser's TMPDIR, removed at exit
+	err  error
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if chromium.cancel != nil {
-		chromium.cancel()
+	if chromium.b != nil {
+		chromium.b.close()
 	}
 	if chromium.dir != "" {
 		_ = os.RemoveAll(chromium.dir)
@@ -68,38 +64,20 @@ func startChromium() {
 	if chromium.err = os.Mkdir(tmp, 0o700); chromium.err != nil {
 		return
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium.path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("force-color-profile", "srgb"),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(profile),
-		chromedp.Env("TMPDIR="+tmp),
-		chromedp.WindowSize(1100, 820),
-	)
-	ctx, cancel := chromedp.NewContext(alloc)
-	chromium.ctx = ctx
-	chromium.cancel = func() {
-		cancel()
-		cancelAlloc()
-	}
-	chromium.err = chromedp.Do(ctx)
+	env := append(os.Environ(), "TMPDIR="+tmp)
+	chromium.b, chromium.err = startBrowser(chromium.path, []string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--disable-extensions", "--disable-default-apps",
+		"--force-color-profile=srgb", "--hide-scrollbars", "--window-size=1100,820",
+		"--user-data-dir=" + profile, "about:blank",
+	}, env)
 }
 
 // browser opens a tab of the package's headless Chromium for one test and
 // returns it with a counter of JavaScript dialogs it opened (each one
 // dismissed).
-func browser(t testing.TB) (context.Context, *atomic.Int32) {
+func browser(t testing.TB) (*tab, *atomic.Int32) {
 	t.Helper()
 	chromium.once.Do(startChromium)
 	if chromium.path == "" {
@@ -109,71 +87,66 @@ func browser(t testing.TB) (context.Context, *atomic.Int32) {
 		t.Skip("Chromium is not installed (Debian: apt-get install -y chromium); the browser tests are skipped")
 	}
 	require.NoError(t, chromium.err, "starting Chromium at %s", chromium.path)
-	ctx, cancel := chromedp.NewContext(chromium.ctx)
-	t.Cleanup(cancel)
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1100, 820)), "opening a tab")
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tb, err := chromium.b.newTab(c, 1100, 820)
+	require.NoError(t, err, "opening a tab")
+	t.Cleanup(tb.close)
 	dialogs := new(atomic.Int32)
-	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
-		if _, ok := ev.(*cdppage.EventJavascriptDialogOpening); ok {
+	tb.listen(func(method string, _ json.RawMessage) {
+		if method == "Page.javascriptDialogOpening" {
 			dialogs.Add(1)
 			go func() {
-				_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-					_, err := cdp.Call(ctx, t, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: false})
-					return err
-				}))
+				c, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+				defer cancel()
+				_ = tb.call(c, "Page.handleJavaScriptDialog", map[string]any{"accept": false}, nil)
 			}()
 		}
-	}))
-	return ctx, dialogs
+	})
+	return tb, dialogs
 }
 
 // within runs steps with a deadline, so a page that never gets there fails
 // the test instead of hanging it.
-func within(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+func within(t testing.TB, tb *tab, steps ...step) {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer cancel()
-	require.NoError(t, chromedp.Do(c, steps...))
+	for _, s := range steps {
+		require.NoError(t, s(c, tb))
+	}
 }
 
-func jsEval[T any](t testing.TB, ctx context.Context, expr string) T {
+func jsEval[T any](t testing.TB, tb *tab, expr string) T {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(c, chromedp.Evaluate[T](expr))
-	require.NoError(t, err, expr)
+	var v T
+	require.NoError(t, tb.evaluate(c, expr, &v), expr)
 	return v
 }
 
 // waitFor polls a JavaScript condition until it holds; evaluation errors
 // (a navigation replacing the document) count as "not yet".
-func waitFor(t *testing.T, ctx context.Context, cond string) {
+func waitFor(t *testing.T, tb *tab, cond string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		ok, err := chromedp.Run(c, chromedp.Evaluate[bool]("!!("+cond+")"))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		last = err
-		time.Sleep(20 * time.Millisecond)
+	c, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	if err := poll(c, tb, cond); err != nil {
+		t.Fatalf("waiting for %s: still false after 30s (%v)", cond, err)
 	}
-	t.Fatalf("waiting for %s: still false after 30s (last error: %v)", cond, last)
 }
 
 // screenshot saves the viewport as a PNG test artefact and returns it.
-func screenshot(t *testing.T, ctx context.Context, name string) []byte {
+func screenshot(t *testing.T, tb *tab, name string) []byte {
 	t.Helper()
 	dir := os.Getenv("WEIR_SCREENSHOTS")
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(c, chromedp.CaptureScreenshot())
+	png, err := tb.captureScreenshot(c)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(png), "\x89PNG"), "a PNG")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
@@ -183,7 +156,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) []byte {
 
 // docShot takes a screenshot the docs show (see recordShot): pages are
 // the paths the browser loaded for it from srv, serving fixture.
-func docShot(t *testing.T, ctx context.Context, srv *httptest.Server, fixture, name string, pages ...string) {
+func docShot(t *testing.T, ctx *tab, srv *httptest.Server, fixture, name string, pages ...string) {
 	t.Helper()
 	recordShot(t, srv.URL, fixture, name, screenshot(t, ctx, name), pages...)
 }
@@ -211,13 +184,13 @@ func TestBrowserDemo(t *testing.T) {
 	srv := serveHTTP(t, shotFixture(t, "demo"))
 
 	// Sessions: a long name wraps inside the page.
-	within(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
+	within(t, ctx, navigate(srv.URL+"/"), waitVisible(css("table.sessions")))
 	require.Equal(t, "session-demo-1", jsEval[string](t, ctx, `document.querySelector("table.sessions tbody tr td:nth-child(2)").textContent`))
 	require.True(t, jsEval[bool](t, ctx, `document.querySelector("table.sessions").getBoundingClientRect().right <= document.documentElement.clientWidth`), "the table fits the window")
 	docShot(t, ctx, srv, "demo", "sessions.png", "/")
 
 	// Trajectory: the node 0 replacement is a collapsed card, never a bubble.
-	within(t, ctx, chromedp.Click(chromedp.CSS(`a[href="/s/demo.jsonl/"]`)), chromedp.WaitVisible(chromedp.CSS("#items")))
+	within(t, ctx, click(css(`a[href="/s/demo.jsonl/"]`)), waitVisible(css("#items")))
 	waitFor(t, ctx, `document.getElementById("live-state").textContent === "live"`)
 	card := `document.querySelector("details.card.prompt.p-changed")`
 	require.True(t, jsEval[bool](t, ctx, card+` !== null`))
@@ -231,32 +204,32 @@ func TestBrowserDemo(t *testing.T) {
 	require.Equal(t, 5.0, jsEval[float64](t, ctx, `document.querySelectorAll(".bubble.user").length`), "one per turn")
 	docShot(t, ctx, srv, "demo", "trajectory.png", "/s/demo.jsonl/")
 
-	within(t, ctx, chromedp.Click(chromedp.CSS(`details.p-changed > summary`)))
+	within(t, ctx, click(css(`details.p-changed > summary`)))
 	require.True(t, jsEval[bool](t, ctx, card+`.open`))
 	require.Contains(t, jsEval[string](t, ctx, card+`.querySelector("pre.prompt-text").innerText`), "Answer like a pirate.")
 	require.Contains(t, jsEval[string](t, ctx, card+`.querySelector("pre.diff").innerText`), "+ Answer like a pirate.")
-	within(t, ctx, chromedp.Evaluate[chromedp.Void](card+`.scrollIntoView()`))
+	within(t, ctx, evalStep(card+`.scrollIntoView()`))
 	docShot(t, ctx, srv, "demo", "prompt-card.png", "/s/demo.jsonl/")
 
 	// The compaction card: its shadowed messages load when expanded.
-	within(t, ctx, chromedp.Click(chromedp.CSS(`details.compaction > summary`)), chromedp.Click(chromedp.CSS(`details.shadowed > summary`)))
+	within(t, ctx, click(css(`details.compaction > summary`)), click(css(`details.shadowed > summary`)))
 	waitFor(t, ctx, `document.querySelectorAll("details.shadowed .slot .it").length === 11`)
-	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("details.compaction").scrollIntoView()`))
+	within(t, ctx, evalStep(`document.querySelector("details.compaction").scrollIntoView()`))
 	docShot(t, ctx, srv, "demo", "compaction.png", "/s/demo.jsonl/", jsEval[string](t, ctx, `document.querySelector("details.shadowed").dataset.src`))
 
 	// A request: its raw text is what host request --at prints.
-	within(t, ctx, chromedp.Click(chromedp.CSS(`a.req[href$="requests?n=4"]`)), chromedp.WaitVisible(chromedp.CSS("#pretty")))
+	within(t, ctx, click(css(`a.req[href$="requests?n=4"]`)), waitVisible(css("#pretty")))
 	require.Equal(t, "Request 4 of 7", jsEval[string](t, ctx, `document.querySelector("h1").textContent`))
 	want := wire(t, path, 25)
 	require.Equal(t, pretty([]byte(strings.TrimSuffix(want, "\n"))), jsEval[string](t, ctx, `document.getElementById("pretty").textContent`))
-	within(t, ctx, chromedp.Click(chromedp.ID("toggle-raw")), chromedp.WaitVisible(chromedp.ID("raw")))
+	within(t, ctx, click(byID("toggle-raw")), waitVisible(byID("raw")))
 	require.Equal(t, strings.TrimSuffix(want, "\n"), jsEval[string](t, ctx, `document.getElementById("raw").innerText`))
 	require.True(t, jsEval[bool](t, ctx, `document.getElementById("pretty").hidden`))
-	within(t, ctx, chromedp.Click(chromedp.ID("toggle-raw")))
+	within(t, ctx, click(byID("toggle-raw")))
 	docShot(t, ctx, srv, "demo", "request.png", "/s/demo.jsonl/requests?n=4")
 
 	// Tokens: the chart is drawn; a point opens its request.
-	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/tokens"), chromedp.WaitVisible(chromedp.ID("chart")))
+	within(t, ctx, navigate(srv.URL+"/s/demo.jsonl/tokens"), waitVisible(byID("chart")))
 	require.Equal(t, 7.0, jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
 	require.Greater(t, jsEval[float64](t, ctx, `document.querySelector("#chart polyline.meter").getTotalLength()`), 100.0)
 	for _, sel := range []string{"line.window", "line.threshold", "line.mark.compaction", "line.mark.prompt"} {
@@ -272,22 +245,22 @@ func TestBrowserDemo(t *testing.T) {
 	docShot(t, ctx, srv, "demo", "tokens.png", "/s/demo.jsonl/tokens")
 	type pt struct{ X, Y float64 }
 	p := jsEval[pt](t, ctx, `(() => { const r = document.querySelectorAll("#chart a.point circle")[2].getBoundingClientRect(); return {X: r.x + r.width/2, Y: r.y + r.height/2}; })()`)
-	within(t, ctx, chromedp.MouseClickXY(p.X, p.Y))
+	within(t, ctx, clickXY(p.X, p.Y))
 	waitFor(t, ctx, `location.search === "?n=3" && document.querySelector("h1") && document.querySelector("h1").textContent === "Request 3 of 7"`)
 
-	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/tokens?scale=data"), chromedp.WaitVisible(chromedp.ID("chart")))
+	within(t, ctx, navigate(srv.URL+"/s/demo.jsonl/tokens?scale=data"), waitVisible(byID("chart")))
 	require.Equal(t, 7.0, jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
 	screenshot(t, ctx, "tokens-data.png")
 
 	// The filter: Enter in the text box opens the filtered page.
-	within(t, ctx, chromedp.Navigate(srv.URL+"/s/demo.jsonl/"), chromedp.WaitVisible(chromedp.ID("f-q")))
-	within(t, ctx, chromedp.SendKeys(chromedp.ID("f-q"), "pirate\r"))
+	within(t, ctx, navigate(srv.URL+"/s/demo.jsonl/"), waitVisible(byID("f-q")))
+	within(t, ctx, sendKeys(byID("f-q"), "pirate\r"))
 	// The page's script is deferred: it attaches the filter's handlers only
 	// after parsing ends, so the next step waits for the load to complete.
 	waitFor(t, ctx, `location.search === "?q=pirate" && document.readyState === "complete"`)
 	require.Equal(t, "pirate", jsEval[string](t, ctx, `document.getElementById("f-q").value`))
 	require.True(t, jsEval[bool](t, ctx, `(() => { const its = document.querySelectorAll("#items > .it"); return its.length > 0 && Array.from(its).every(e => e.textContent.toLowerCase().includes("pirate")); })()`))
-	within(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => { const k = document.getElementById("f-kind"); k.value = "prompt"; k.dispatchEvent(new Event("change")); })()`))
+	within(t, ctx, evalStep(`(() => { const k = document.getElementById("f-kind"); k.value = "prompt"; k.dispatchEvent(new Event("change")); })()`))
 	waitFor(t, ctx, `location.search === "?kind=prompt&q=pirate"`)
 	require.True(t, jsEval[bool](t, ctx, `Array.from(document.querySelectorAll("#items > .it")).every(e => e.classList.contains("prompt"))`))
 
@@ -308,11 +281,11 @@ func TestBrowserHostileLogRunsNothing(t *testing.T) {
 			"%s: no element came from the log", where)
 		require.Zero(t, dialogs.Load(), "%s: no dialog opened", where)
 	}
-	within(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
+	within(t, ctx, navigate(srv.URL+"/"), waitVisible(css("table.sessions")))
 	clean("sessions")
-	within(t, ctx, chromedp.Navigate(srv.URL+"/s/hostile.jsonl/"), chromedp.WaitVisible(chromedp.CSS("#items")))
+	within(t, ctx, navigate(srv.URL+"/s/hostile.jsonl/"), waitVisible(css("#items")))
 	// Open every card, the compaction's shadowed messages too.
-	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details").forEach(d => d.open = true)`))
+	within(t, ctx, evalStep(`document.querySelectorAll("details").forEach(d => d.open = true)`))
 	waitFor(t, ctx, `document.querySelectorAll("details.shadowed .slot .it").length === 11`)
 	time.Sleep(200 * time.Millisecond) // give any injected handler its chance
 	text := jsEval[string](t, ctx, `document.getElementById("items").innerText`)
@@ -325,8 +298,8 @@ func TestBrowserHostileLogRunsNothing(t *testing.T) {
 	clean("trajectory")
 	screenshot(t, ctx, "hostile-trajectory.png")
 	for _, target := range []string{"/s/hostile.jsonl/requests?n=1", "/s/hostile.jsonl/tokens"} {
-		within(t, ctx, chromedp.Navigate(srv.URL+target), chromedp.WaitVisible(chromedp.CSS("main")))
-		within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details").forEach(d => d.open = true)`))
+		within(t, ctx, navigate(srv.URL+target), waitVisible(css("main")))
+		within(t, ctx, evalStep(`document.querySelectorAll("details").forEach(d => d.open = true)`))
 		time.Sleep(100 * time.Millisecond)
 		clean(target)
 	}
@@ -361,9 +334,9 @@ func TestBrowserLiveExact(t *testing.T) {
 		})
 	})
 
-	within(t, ctx, chromedp.Navigate(srv.URL+"/s/live.jsonl/"), chromedp.WaitVisible(chromedp.CSS("#items")))
+	within(t, ctx, navigate(srv.URL+"/s/live.jsonl/"), waitVisible(css("#items")))
 	waitFor(t, ctx, `document.getElementById("live-state").textContent === "live"`)
-	within(t, ctx, chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
+	within(t, ctx, evalStep(`window.__sameDocument = true`))
 
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
@@ -414,7 +387,7 @@ func TestBrowserLargeSession(t *testing.T) {
 	path := bigSession(t, t.TempDir(), 100_000)
 	srv := serveHTTP(t, Options{Files: []string{path}})
 
-	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/"), chromedp.WaitVisible(chromedp.CSS("#items")))
+	within(t, ctx, navigate(srv.URL+"/s/big.jsonl/"), waitVisible(css("#items")))
 	type timing struct{ Response, DOMContentLoaded, FirstContentfulPaint float64 }
 	tm := jsEval[timing](t, ctx, `(() => {
 		const n = performance.getEntriesByType("navigation")[0];
@@ -424,7 +397,7 @@ func TestBrowserLargeSession(t *testing.T) {
 	t.Logf("100k-event session, cold server: response end %.0f ms, DOMContentLoaded %.0f ms, first contentful paint %.0f ms",
 		tm.Response, tm.DOMContentLoaded, tm.FirstContentfulPaint)
 	require.Equal(t, float64(PageSize), jsEval[float64](t, ctx, `document.querySelectorAll("#items > .it").length`))
-	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("#items > .more").scrollIntoView()`))
+	within(t, ctx, evalStep(`document.querySelector("#items > .more").scrollIntoView()`))
 	waitFor(t, ctx, `document.querySelectorAll("#items > .it").length >= 2 * `+itoa(PageSize))
 	waitFor(t, ctx, `document.getElementById("events").textContent === "100000" || Number(document.getElementById("events").textContent) >= 100000`)
 	// Once the whole log is read, the header says so and has every counter.
@@ -458,19 +431,19 @@ func TestBrowserBigViews(t *testing.T) {
 
 	type timing struct{ Response, Load float64 }
 	timings := `(() => { const n = performance.getEntriesByType("navigation")[0]; return {Response: n.responseEnd, Load: n.loadEventEnd}; })()`
-	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/requests?n="+itoa(int64(n))), chromedp.WaitVisible(chromedp.ID("body-cut")))
+	within(t, ctx, navigate(srv.URL+"/s/big.jsonl/requests?n="+itoa(int64(n))), waitVisible(byID("body-cut")))
 	tm := jsEval[timing](t, ctx, timings)
 	t.Logf("request with a 5 MB tool result: response end %.0f ms, load %.0f ms", tm.Response, tm.Load)
 	require.Less(t, jsEval[float64](t, ctx, `document.documentElement.outerHTML.length`), float64(256<<10), "a bounded page")
 	require.Contains(t, jsEval[string](t, ctx, `document.getElementById("body-cut").textContent`), "download the exact body")
 	docShot(t, ctx, srv, "big", "big-request.png", "/s/big.jsonl/requests?n="+itoa(int64(n)))
 
-	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl/#e"+itoa(seq)), chromedp.WaitVisible(chromedp.CSS("#items")))
-	within(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("e`+itoa(seq)+`").querySelector("details").open = true; document.getElementById("e`+itoa(seq)+`").scrollIntoView()`))
+	within(t, ctx, navigate(srv.URL+"/s/big.jsonl/#e"+itoa(seq)), waitVisible(css("#items")))
+	within(t, ctx, evalStep(`document.getElementById("e`+itoa(seq)+`").querySelector("details").open = true; document.getElementById("e`+itoa(seq)+`").scrollIntoView()`))
 	require.Equal(t, "/api/s/big.jsonl/events/"+itoa(seq)+"/text", jsEval[string](t, ctx, `document.getElementById("e`+itoa(seq)+`").querySelector(".cut a[download]").getAttribute("href")`))
 	docShot(t, ctx, srv, "big", "big-result.png", "/s/big.jsonl/")
 
-	within(t, ctx, chromedp.Navigate(srv.URL+"/s/big.jsonl~2/tokens"), chromedp.WaitVisible(chromedp.ID("chart")))
+	within(t, ctx, navigate(srv.URL+"/s/big.jsonl~2/tokens"), waitVisible(byID("chart")))
 	require.Equal(t, float64(ChartColumns), jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
 	require.Equal(t, float64(TableRows), jsEval[float64](t, ctx, `document.querySelectorAll("table.points tbody tr").length`))
 	docShot(t, ctx, srv, "big", "tokens-dense.png", "/s/big.jsonl~2/tokens")
@@ -490,16 +463,18 @@ func BenchmarkBrowserBigRequest(b *testing.B) {
 	appendToolTurn(b, path, bigResult(5<<20))
 	srv := serveHTTP(b, Options{Files: []string{path}})
 	url := srv.URL + "/s/big.jsonl/requests?n=9"
-	metrics := func(ctx context.Context) map[string]float64 {
-		var out map[string]float64
-		require.NoError(b, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			res, err := cdp.Call(ctx, t, performance.GetMetrics, cdp.Empty{})
-			out = map[string]float64{}
-			for _, m := range res.Metrics {
-				out[m.Name] = m.Value
-			}
-			return err
-		})))
+	metrics := func(ctx context.Context, tb *tab) map[string]float64 {
+		var res struct {
+			Metrics []struct {
+				Name  string  `json:"name"`
+				Value float64 `json:"value"`
+			} `json:"metrics"`
+		}
+		require.NoError(b, tb.call(ctx, "Performance.getMetrics", nil, &res))
+		out := map[string]float64{}
+		for _, m := range res.Metrics {
+			out[m.Name] = m.Value
+		}
 		return out
 	}
 	names := map[string]string{"TaskDuration": "cpu-ms/op", "ScriptDuration": "script-ms/op",
@@ -509,19 +484,18 @@ func BenchmarkBrowserBigRequest(b *testing.B) {
 	// One load first: the server builds the request once, as for any view
 	// after the first.
 	open := func() {
-		ctx, cancel := chromedp.NewContext(chromium.ctx)
-		defer cancel()
-		c, stop := context.WithTimeout(ctx, 60*time.Second)
+		c, stop := context.WithTimeout(context.Background(), 60*time.Second)
 		defer stop()
-		require.NoError(b, chromedp.Do(c, chromedp.EmulateViewport(1100, 820), chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			_, err := cdp.Call(ctx, t, performance.Enable, performance.EnableParams{})
-			return err
-		})))
-		before := metrics(c)
+		tb, err := chromium.b.newTab(c, 1100, 820)
+		require.NoError(b, err)
+		defer tb.close()
+		require.NoError(b, tb.call(c, "Performance.enable", nil, nil))
+		before := metrics(c, tb)
 		start := time.Now()
-		require.NoError(b, chromedp.Do(c, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("body-cut"))))
+		require.NoError(b, navigate(url)(c, tb))
+		require.NoError(b, waitVisible(byID("body-cut"))(c, tb))
 		load += time.Since(start)
-		after := metrics(c)
+		after := metrics(c, tb)
 		for k := range names {
 			d := after[k] - before[k]
 			if d < 0 { // the navigation started the counters anew
