@@ -177,14 +177,7 @@ func linkSelf(path string) error {
 	if err != nil {
 		return err
 	}
-	if os.Link(self, path) == nil {
-		return nil
-	}
-	b, err := os.ReadFile(self)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o755)
+	return linkOrCopy(self, path)
 }
 
 // hostEnv is the whole environment of a command the tests run: nothing of
