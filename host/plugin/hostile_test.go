@@ -51,7 +51,7 @@ func TestHostileCalls(t *testing.T) {
 		{
 			module: "hostile/panic",
 			class:  plugin.ErrPanic,
-			want:   `^plugin "panic": call prompt\.render: panic: boom: hostile input \(at main\.prompt\.RenderPrompt \S+/hostile/panic/main\.go:\d+\); instance replaced$`,
+			want:   `^plugin "panic": call prompt\.render: panic: boom: hostile input \(at main\.panicPrompt\.RenderPrompt \S+/hostile/calls/panic\.go:\d+\); instance replaced$`,
 		},
 		{
 			module: "hostile/frame-oob",
@@ -154,7 +154,7 @@ func TestPanicEverySecondCall(t *testing.T) {
 		require.Equal(t, "call 1", got, "a fresh instance starts counting again")
 		_, err = p.RenderPrompt(context.Background(), nil, goodReq)
 		require.ErrorIs(t, err, plugin.ErrPanic)
-		require.Regexp(t, `^plugin "panic-alternate": call prompt\.render: panic: second call 2 \(at main\.prompt\.RenderPrompt \S+main\.go:\d+\); instance replaced$`, err.Error())
+		require.Regexp(t, `^plugin "panic-alternate": call prompt\.render: panic: second call 2 \(at main\.alternatePrompt\.RenderPrompt \S+/hostile/calls/panic_alternate\.go:\d+\); instance replaced$`, err.Error())
 	}
 	require.EqualValues(t, 3, p.Stats().Replaced)
 }

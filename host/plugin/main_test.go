@@ -5,26 +5,43 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/weirhost/weir/sdk/plugintest"
 )
 
-// modules holds every test module, built once by TestMain into the
-// wasmbuild cache (by content hash: unchanged sources are not rebuilt).
+// modules holds every test module by the name tests use, built once by
+// TestMain into the wasmbuild cache (by content hash: unchanged sources are
+// not rebuilt).
 var modules map[string][]byte
 
-var moduleNames = []string{
-	"benign",
-	"hostile/loop", "hostile/alloc", "hostile/panic", "hostile/panic-alternate",
-	"hostile/frame-oob", "hostile/huge-output", "hostile/garbage", "hostile/wrong-abi",
-	"hostile/import-socket", "hostile/import-unknown", "hostile/exit",
+// moduleDirs maps a test module's name to its folder under testdata. The
+// plugins that misbehave inside a call share a module of several plugins
+// (one build and one compilation instead of one each), and a test loads
+// each under its own name, the base of its module name; those whose
+// module itself is wrong keep a module each.
+var moduleDirs = map[string]string{
+	"benign":                  "benign",
+	"hostile/loop":            "hostile/calls",
+	"hostile/alloc":           "hostile/calls",
+	"hostile/panic":           "hostile/calls",
+	"hostile/panic-alternate": "hostile/calls",
+	"hostile/huge-output":     "hostile/calls",
+	"hostile/exit":            "hostile/calls",
+	"hostile/frame-oob":       "hostile/frames",
+	"hostile/garbage":         "hostile/frames",
+	"hostile/wrong-abi":       "hostile/wrong-abi",
+	"hostile/import-socket":   "hostile/import-socket",
+	"hostile/import-unknown":  "hostile/import-unknown",
 }
 
 func TestMain(m *testing.M) {
-	dirs := make([]string, len(moduleNames))
-	for i, n := range moduleNames {
-		dirs[i] = filepath.Join("testdata", n)
+	var dirs []string
+	for _, d := range moduleDirs {
+		if d := filepath.Join("testdata", d); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
 	}
 	built, err := plugintest.BuildDirs(context.Background(), dirs...)
 	if err != nil {
@@ -32,8 +49,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	modules = map[string][]byte{}
-	for i, n := range moduleNames {
-		modules[n] = built[dirs[i]]
+	for n, d := range moduleDirs {
+		modules[n] = built[filepath.Join("testdata", d)]
 	}
 	os.Exit(m.Run())
 }
