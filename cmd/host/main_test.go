@@ -591,7 +591,7 @@ func TestJSONLogsStayOnStderr(t *testing.T) {
 func TestCompactionBudgetByConfiguration(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
-	loop := buildGuest(t, "./host/provider/testdata/summarize-loop", dir)
+	loop := buildGuest(t, "./host/provider/testdata/guests", dir) // summarize-loop among them
 	conf := filepath.Join(dir, "looper.yaml") // for compact only: run uses the defaults
 	writeFile(t, conf, `sandbox:
   compaction:
@@ -599,7 +599,7 @@ func TestCompactionBudgetByConfiguration(t *testing.T) {
 plugins:
   - name: compaction-basic
     enabled: false
-  - name: looper
+  - name: summarize-loop
     path: `+loop+`
     role: compaction
     config: {"calls": 1000, "ignoreErrors": true}
@@ -622,9 +622,9 @@ plugins:
 	var in inspectJSON
 	require.NoError(t, json.Unmarshal([]byte(out.stdout), &in))
 	require.Len(t, in.Failures, 1)
-	require.Equal(t, "looper", in.Failures[0].Plugin)
+	require.Equal(t, "summarize-loop", in.Failures[0].Plugin)
 	require.Len(t, in.Calls, 1)
-	require.Equal(t, "looper", in.Calls[0].Plugin)
+	require.Equal(t, "summarize-loop", in.Calls[0].Plugin)
 	require.Equal(t, 3, in.Calls[0].Calls)
 	require.Equal(t, "system", in.Surface[0].Role, "node 0 is still the system prompt")
 	types := requireLogMatchesSchemas(t, file)

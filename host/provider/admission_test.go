@@ -60,7 +60,7 @@ func TestHostileProposalsBreakingTheTrustBoundary(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.attack, func(t *testing.T) {
-			name := "liar-" + c.attack
+			const name = "liar"
 			lp := load(t, "liar", name, provider.RoleCompaction, `{"attack":"`+c.attack+`"}`, provider.Limits{})
 			comp, err := lp.Compaction()
 			require.NoError(t, err)
@@ -170,7 +170,7 @@ func TestBadMeasurementsAreRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.attack, func(t *testing.T) {
-			name := "badmeter-" + c.attack
+			const name = "badmeter"
 			lp := load(t, "badmeter", name, provider.RoleTokenMeter, `{"attack":"`+c.attack+`"}`, provider.Limits{})
 			var m *provider.Meter
 			l := newLoop(t, func(s *host.Session, cfg *host.Config) {

@@ -30,7 +30,7 @@ func TestHostileProposalsAreRejected(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.attack, func(t *testing.T) {
-			name := "liar-" + c.attack
+			const name = "liar"
 			lp := load(t, "liar", name, provider.RoleCompaction, `{"attack":"`+c.attack+`"}`, provider.Limits{})
 			comp, err := lp.Compaction()
 			require.NoError(t, err)
@@ -139,10 +139,10 @@ func TestLoadChecksTheRole(t *testing.T) {
 	require.EqualError(t, err, `plugin "trap-as-compaction" is configured as a compaction provider, but its module provides only system-prompt`)
 	_, err = provider.Load(ctx, rt, provider.Spec{Name: "checkpoint-as-meter", Role: provider.RoleTokenMeter, Wasm: modules["checkpoint"]})
 	require.EqualError(t, err, `plugin "checkpoint-as-meter" is configured as a token-meter provider, but its module provides only compaction`)
-	_, err = provider.Load(ctx, rt, provider.Spec{Name: "x", Role: "summarizer", Wasm: modules["trap"]})
-	require.ErrorContains(t, err, `plugin "x": role "summarizer" is not one of system-prompt, compaction, token-meter`)
-	_, err = provider.Load(ctx, rt, provider.Spec{Name: "x", Role: provider.RoleSystemPrompt, Wasm: modules["trap"], Config: []byte(`{"a":`)})
-	require.ErrorContains(t, err, `plugin "x": the configuration is not valid JSON`)
+	_, err = provider.Load(ctx, rt, provider.Spec{Name: "trap", Role: "summarizer", Wasm: modules["trap"]})
+	require.ErrorContains(t, err, `plugin "trap": role "summarizer" is not one of system-prompt, compaction, token-meter`)
+	_, err = provider.Load(ctx, rt, provider.Spec{Name: "trap", Role: provider.RoleSystemPrompt, Wasm: modules["trap"], Config: []byte(`{"a":`)})
+	require.ErrorContains(t, err, `plugin "trap": the configuration is not valid JSON`)
 	_, err = provider.Load(ctx, rt, provider.Spec{Name: "x", Role: provider.RoleSystemPrompt, Wasm: []byte("not wasm")})
 	require.ErrorIs(t, err, plugin.ErrInvalidModule)
 	require.ErrorContains(t, err, `plugin "x"`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,20 +25,22 @@ var modules = map[string][]byte{}
 
 var moduleDirs = map[string]string{
 	"benign":     "../plugin/testdata/benign",
-	"liar":       "testdata/liar",
-	"trap":       "testdata/trap",
-	"checkpoint": "testdata/checkpoint",
-	"loop":       "testdata/summarize-loop",
-	"flaky":      "testdata/flaky",
-	"badmeter":   "testdata/badmeter",
-	"eventprobe": "testdata/eventprobe",
+	"liar":       "testdata/guests",
+	"trap":       "testdata/guests",
+	"checkpoint": "testdata/guests",
+	"loop":       "testdata/guests",
+	"flaky":      "testdata/guests",
+	"badmeter":   "testdata/guests",
+	"eventprobe": "testdata/guests",
 	"legacy":     "testdata/legacy",
 }
 
 func TestMain(m *testing.M) {
 	var dirs []string
 	for _, d := range moduleDirs {
-		dirs = append(dirs, d)
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
 	}
 	built, err := plugintest.BuildDirs(context.Background(), dirs...)
 	if err != nil {

@@ -1,4 +1,4 @@
-// Command trap is a hostile test plugin in the system-prompt role. It
+// Package trap is a hostile test plugin in the system-prompt role. It
 // renders the non-empty sections joined by blank lines, unless a section's
 // text is one of the words below, which make it misbehave:
 //
@@ -6,7 +6,7 @@
 //   - "loop": loops forever without yielding (the call's deadline stops it);
 //   - "exit": exits the process (proc_exit, which the host reports as a trap);
 //   - "fail": returns an error (status plugin error).
-package main
+package trap
 
 import (
 	"errors"
@@ -39,8 +39,7 @@ func (prompt) RenderPrompt(h *sdk.Host, req *sdk.RenderRequest) (string, error) 
 	return strings.Join(parts, "\n\n"), nil
 }
 
-func init() {
-	sdk.Register(sdk.Plugin{Name: "trap", Version: "1.0.0", SystemPrompt: prompt{}})
+// Plugin is the plugin under the name a test loads it by.
+func Plugin(name string) sdk.Plugin {
+	return sdk.Plugin{Name: name, Version: "1.0.0", SystemPrompt: prompt{}}
 }
-
-func main() {}

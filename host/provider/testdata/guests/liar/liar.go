@@ -1,4 +1,4 @@
-// Command liar is a hostile test plugin. As a compaction provider it
+// Package liar is a hostile test plugin. As a compaction provider it
 // proposes what its configuration's "attack" names, once the surface has
 // three nodes:
 //
@@ -29,7 +29,7 @@
 // role and show that its compaction side is never called: its render
 // returns a fixed prompt that also reports what the session queries
 // answered (they are not granted to prompt calls).
-package main
+package liar
 
 import (
 	"encoding/json"
@@ -210,9 +210,8 @@ func (c compaction) Overflow(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.Comp
 	return c.PreStep(h, req)
 }
 
-func init() {
-	sdk.Register(sdk.Plugin{Name: "liar", Version: "1.0.0", Configure: configure, Events: []string{"liar/declared"},
-		SystemPrompt: prompt{}, Compaction: compaction{}})
+// Plugin is the plugin under the name a test loads it by.
+func Plugin(name string) sdk.Plugin {
+	return sdk.Plugin{Name: name, Version: "1.0.0", Configure: configure, Events: []string{"liar/declared"},
+		SystemPrompt: prompt{}, Compaction: compaction{}}
 }
-
-func main() {}

@@ -1,10 +1,10 @@
-// Command eventprobe is a test compaction plugin for the event import. On
+// Package eventprobe is a test compaction plugin for the event import. On
 // manual compaction it reads, through event, every seq of the log and the
 // one past its end, and proposes one ignorable probe/events event listing
 // what it got: each event's seq, type and data, and the error of the read
 // past the end. It proposes nothing else and does not implement
 // compaction.region.
-package main
+package eventprobe
 
 import (
 	"encoding/json"
@@ -54,8 +54,7 @@ func (compaction) Manual(h *sdk.Host, _ *sdk.CompactionRequest) (*sdk.Compaction
 	return &sdk.CompactionResult{Proposals: []sdk.Proposal{{Type: "probe/events", Data: data, Ignorable: true}}}, nil
 }
 
-func init() {
-	sdk.Register(sdk.Plugin{Name: "eventprobe", Version: "1.0.0", Events: []string{"probe/events"}, Compaction: compaction{}})
+// Plugin is the plugin under the name a test loads it by.
+func Plugin(name string) sdk.Plugin {
+	return sdk.Plugin{Name: name, Version: "1.0.0", Events: []string{"probe/events"}, Compaction: compaction{}}
 }
-
-func main() {}

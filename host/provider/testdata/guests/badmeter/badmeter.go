@@ -1,4 +1,4 @@
-// Command badmeter is a hostile test token meter. Its measurement is what
+// Package badmeter is a hostile test token meter. Its measurement is what
 // its configuration's "attack" names:
 //
 //   - "negative": a node priced -5 tokens;
@@ -9,7 +9,7 @@
 //   - "rewind": the events observed as its log revision on the first
 //     measure, 3 fewer on every later one;
 //   - anything else: an honest, empty measurement.
-package main
+package badmeter
 
 import (
 	"encoding/json"
@@ -73,8 +73,7 @@ func (meter) Measure(h *sdk.Host, req *sdk.MeasureRequest) (*sdk.Measurement, er
 	return m, nil
 }
 
-func init() {
-	sdk.Register(sdk.Plugin{Name: "badmeter", Version: "1.0.0", Configure: configure, Meter: meter{}})
+// Plugin is the plugin under the name a test loads it by.
+func Plugin(name string) sdk.Plugin {
+	return sdk.Plugin{Name: name, Version: "1.0.0", Configure: configure, Meter: meter{}}
 }
-
-func main() {}

@@ -1,9 +1,9 @@
-// Command flaky is a test compaction plugin that misbehaves now and then:
+// Package flaky is a test compaction plugin that misbehaves now and then:
 // its pre-step call fails in every turn whose number is a multiple of
 // "every" (configuration, default 3), and works (proposing nothing) in the
 // others. With "hang" the failing calls loop forever, so the call's
 // deadline stops them; otherwise they return an error.
-package main
+package flaky
 
 import (
 	"encoding/json"
@@ -46,8 +46,7 @@ func (compaction) Overflow(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.Compac
 	return nil, nil
 }
 
-func init() {
-	sdk.Register(sdk.Plugin{Name: "flaky", Version: "1.0.0", Configure: configure, Compaction: compaction{}})
+// Plugin is the plugin under the name a test loads it by.
+func Plugin(name string) sdk.Plugin {
+	return sdk.Plugin{Name: name, Version: "1.0.0", Configure: configure, Compaction: compaction{}}
 }
-
-func main() {}

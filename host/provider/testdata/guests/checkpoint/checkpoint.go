@@ -1,4 +1,4 @@
-// Command checkpoint is a well-behaved test compaction plugin. It measures
+// Package checkpoint is a well-behaved test compaction plugin. It measures
 // the session first (through the host's meter, when there is one). When
 // the surface holds more than "maxNodes" nodes or the measurement more
 // than "maxTokens" tokens (configuration; pressure), or on manual and
@@ -9,7 +9,7 @@
 // measure, message, summarize), keeps the number of compactions it
 // proposed in its state blob, and records in compaction/start which method
 // the host called.
-package main
+package checkpoint
 
 import (
 	"encoding/json"
@@ -165,8 +165,7 @@ func balanced(h *sdk.Host, nodes []sdk.Node) bool {
 	return open == 0
 }
 
-func init() {
-	sdk.Register(sdk.Plugin{Name: "checkpoint", Version: "1.0.0", Configure: configure, Compaction: compaction{}})
+// Plugin is the plugin under the name a test loads it by.
+func Plugin(name string) sdk.Plugin {
+	return sdk.Plugin{Name: name, Version: "1.0.0", Configure: configure, Compaction: compaction{}}
 }
-
-func main() {}

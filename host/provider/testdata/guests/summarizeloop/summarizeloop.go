@@ -1,4 +1,4 @@
-// Command summarize-loop is a hostile test compaction plugin: on every
+// Package summarizeloop is a hostile test compaction plugin: on every
 // call over a non-empty surface it asks the host's summarizer again and again, "calls" times
 // (configuration), each time with a different instruction so no answer can
 // be reused. With "ignoreErrors" it shrugs off refused calls and goes on;
@@ -7,7 +7,7 @@
 // ran past the compaction's budget. With "provider", "model" and
 // "maxTokens" it asks for a route and an output size of its own choosing,
 // which the host must not grant. Each instruction names the request's step.
-package main
+package summarizeloop
 
 import (
 	"encoding/json"
@@ -88,8 +88,7 @@ func loop(h *sdk.Host, req *sdk.CompactionRequest) (*sdk.CompactionResult, error
 	}}, nil
 }
 
-func init() {
-	sdk.Register(sdk.Plugin{Name: "summarize-loop", Version: "1.0.0", Configure: configure, Compaction: compaction{}})
+// Plugin is the plugin under the name a test loads it by.
+func Plugin(name string) sdk.Plugin {
+	return sdk.Plugin{Name: name, Version: "1.0.0", Configure: configure, Compaction: compaction{}}
 }
-
-func main() {}
