@@ -591,7 +591,8 @@ func TestJSONLogsStayOnStderr(t *testing.T) {
 func TestCompactionBudgetByConfiguration(t *testing.T) {
 	srv := llmtest.NewServer(t)
 	dir := t.TempDir()
-	loop := buildGuest(t, "./host/provider/testdata/guests", dir) // summarize-loop among them
+	// The host/provider tests' guest module, summarize-loop among them.
+	loop := buildGuest(t, "./host/provider/testdata/guests", dir)
 	conf := filepath.Join(dir, "looper.yaml") // for compact only: run uses the defaults
 	writeFile(t, conf, `sandbox:
   compaction:

@@ -2,14 +2,16 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
+	stdjson "encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,48 +24,48 @@ const schemaBase = "https://github.com/weirhost/weir/docs/schemas/"
 
 var (
 	logSchemaOnce sync.Once
-	logSchema     *jsonschema.Schema
+	logSchema     *jsonschema.Resolved
 	logSchemaErr  error
 )
 
-// eventSchema compiles docs/schemas/event.schema.json with the schemas it
-// references, once per test run.
-func eventSchema(t *testing.T) *jsonschema.Schema {
+// eventSchema resolves docs/schemas/event.schema.json with the schemas it
+// references (read from the same folder by their $id), once per test run.
+func eventSchema(t *testing.T) *jsonschema.Resolved {
 	t.Helper()
 	logSchemaOnce.Do(func() {
-		c := jsonschema.NewCompiler()
 		dir := filepath.Join(repoRoot(t), "docs", "schemas")
-		files, err := filepath.Glob(filepath.Join(dir, "*.schema.json"))
-		if err != nil || len(files) == 0 {
+		read := func(name string) (*jsonschema.Schema, error) {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				return nil, err
+			}
+			var s jsonschema.Schema
+			if err := stdjson.Unmarshal(b, &s); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return &s, nil
+		}
+		root, err := read("event.schema.json")
+		if err != nil {
 			logSchemaErr = err
 			return
 		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				logSchemaErr = err
-				return
+		logSchema, logSchemaErr = root.Resolve(&jsonschema.ResolveOptions{Loader: func(u *url.URL) (*jsonschema.Schema, error) {
+			name, ok := strings.CutPrefix(u.String(), schemaBase)
+			if !ok || strings.Contains(name, "/") {
+				return nil, fmt.Errorf("schema %s is not one of docs/schemas", u)
 			}
-			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-			if err != nil {
-				logSchemaErr = err
-				return
-			}
-			if err := c.AddResource(schemaBase+filepath.Base(f), doc); err != nil {
-				logSchemaErr = err
-				return
-			}
-		}
-		logSchema, logSchemaErr = c.Compile(schemaBase + "event.schema.json")
+			return read(name)
+		}})
 	})
-	require.NoError(t, logSchemaErr, "docs/schemas does not compile")
+	require.NoError(t, logSchemaErr, "docs/schemas does not resolve")
 	return logSchema
 }
 
 // lineErr validates one log line against the event schema.
 func lineErr(t *testing.T, line string) error {
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
-	require.NoError(t, err, line)
+	var v any
+	require.NoError(t, stdjson.Unmarshal([]byte(line), &v), line)
 	return eventSchema(t).Validate(v)
 }
 
@@ -86,10 +88,7 @@ func requireLogMatchesSchemas(t *testing.T, path string) map[string]int {
 			require.NoError(t, err, "%s line %d does not match docs/schemas/event.schema.json:\n%.400s", filepath.Base(path), n, line)
 		}
 		var head struct{ Type string }
-		v, _ := jsonschema.UnmarshalJSON(strings.NewReader(line))
-		if m, ok := v.(map[string]any); ok {
-			head.Type, _ = m["type"].(string)
-		}
+		_ = stdjson.Unmarshal([]byte(line), &head)
 		types[head.Type]++
 	}
 	require.NoError(t, sc.Err())
