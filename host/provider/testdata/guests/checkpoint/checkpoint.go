@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weirhost/weir/host/provider/testdata/guests/guestconf"
 	"github.com/weirhost/weir/sdk"
 	"github.com/weirhost/weir/sdk/abi"
 )
@@ -28,10 +29,8 @@ func configure(raw []byte) error {
 		MaxNodes  int   `json:"maxNodes"`
 		MaxTokens int64 `json:"maxTokens"`
 	}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return err
-		}
+	if err := guestconf.Decode(raw, &c); err != nil {
+		return err
 	}
 	if c.MaxNodes > 0 {
 		maxNodes = c.MaxNodes

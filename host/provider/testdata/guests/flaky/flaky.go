@@ -6,10 +6,10 @@
 package flaky
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 
+	"github.com/weirhost/weir/host/provider/testdata/guests/guestconf"
 	"github.com/weirhost/weir/sdk"
 )
 
@@ -18,12 +18,7 @@ var cfg = struct {
 	Hang  bool `json:"hang"`
 }{Every: 3}
 
-func configure(raw []byte) error {
-	if len(raw) > 0 {
-		return json.Unmarshal(raw, &cfg)
-	}
-	return nil
-}
+func configure(raw []byte) error { return guestconf.Decode(raw, &cfg) }
 
 type compaction struct{}
 

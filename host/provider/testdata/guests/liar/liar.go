@@ -36,23 +36,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weirhost/weir/host/provider/testdata/guests/guestconf"
 	"github.com/weirhost/weir/sdk"
 	"github.com/weirhost/weir/sdk/abi"
 )
 
 var attack string
 
-func configure(raw []byte) error {
-	var c struct {
-		Attack string `json:"attack"`
-	}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return err
-		}
-	}
-	attack = c.Attack
-	return nil
+func configure(raw []byte) (err error) {
+	attack, err = guestconf.Attack(raw)
+	return err
 }
 
 type prompt struct{}

@@ -10,9 +10,9 @@
 package summarizeloop
 
 import (
-	"encoding/json"
 	"strconv"
 
+	"github.com/weirhost/weir/host/provider/testdata/guests/guestconf"
 	"github.com/weirhost/weir/sdk"
 )
 
@@ -25,12 +25,7 @@ var cfg = struct {
 	MaxTokens    int64  `json:"maxTokens"`
 }{Calls: 1000, MaxTokens: 64}
 
-func configure(raw []byte) error {
-	if len(raw) > 0 {
-		return json.Unmarshal(raw, &cfg)
-	}
-	return nil
-}
+func configure(raw []byte) error { return guestconf.Decode(raw, &cfg) }
 
 type compaction struct{}
 
