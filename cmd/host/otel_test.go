@@ -10,22 +10,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/weirhost/weir/host/llm/llmtest"
+	"github.com/weirhost/weir/host/otlp/otlptest"
 )
 
 // otlpSink is a loopback OTLP/HTTP receiver: it decodes the protobuf
-// export requests it gets and keeps them (TracesData and MetricsData are
-// wire-identical to the collector's export requests).
+// export requests it gets, strictly (otlptest), and keeps them.
 type otlpSink struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
-	traces  []*tracepb.TracesData
-	metrics []*metricspb.MetricsData
+	traces  []*otlptest.TracesData
+	metrics []*otlptest.MetricsData
 	auth    []string
 }
 
@@ -41,12 +37,12 @@ func newOTLPSink(t *testing.T) *otlpSink {
 		s.auth = append(s.auth, r.Header.Get("Authorization"))
 		switch r.URL.Path {
 		case "/v1/traces":
-			req := &tracepb.TracesData{}
-			err = proto.UnmarshalOptions{DiscardUnknown: false}.Unmarshal(body, req)
+			var req *otlptest.TracesData
+			req, err = otlptest.DecodeTraces(body)
 			s.traces = append(s.traces, req)
 		case "/v1/metrics":
-			req := &metricspb.MetricsData{}
-			err = proto.UnmarshalOptions{DiscardUnknown: false}.Unmarshal(body, req)
+			var req *otlptest.MetricsData
+			req, err = otlptest.DecodeMetrics(body)
 			s.metrics = append(s.metrics, req)
 		default:
 			err = io.ErrUnexpectedEOF
@@ -64,12 +60,15 @@ func newOTLPSink(t *testing.T) *otlpSink {
 }
 
 // spans returns every span received, with its resource's service.name.
-func (s *otlpSink) spans() (spans []*tracepb.Span, services []string) {
+func (s *otlpSink) spans() (spans []*otlptest.Span, services []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, req := range s.traces {
 		for _, rs := range req.ResourceSpans {
-			svc := attrString(rs.GetResource().GetAttributes(), "service.name")
+			var svc string
+			if rs.Resource != nil {
+				svc = attrString(rs.Resource.Attributes, "service.name")
+			}
 			for _, ss := range rs.ScopeSpans {
 				for _, sp := range ss.Spans {
 					spans = append(spans, sp)
@@ -104,16 +103,14 @@ func (s *otlpSink) requests() int {
 	return len(s.traces) + len(s.metrics)
 }
 
-func attrString(kvs []*commonpb.KeyValue, key string) string {
-	for _, kv := range kvs {
-		if kv.Key == key {
-			return kv.GetValue().GetStringValue()
-		}
+func attrString(kvs []*otlptest.KeyValue, key string) string {
+	if v := otlptest.Attr(kvs, key); v != nil {
+		return v.String
 	}
 	return ""
 }
 
-func spanNames(spans []*tracepb.Span) []string {
+func spanNames(spans []*otlptest.Span) []string {
 	var names []string
 	for _, s := range spans {
 		names = append(names, s.Name)
@@ -121,7 +118,7 @@ func spanNames(spans []*tracepb.Span) []string {
 	return names
 }
 
-func spanNamed(t *testing.T, spans []*tracepb.Span, name string) *tracepb.Span {
+func spanNamed(t *testing.T, spans []*otlptest.Span, name string) *otlptest.Span {
 	t.Helper()
 	for _, s := range spans {
 		if s.Name == name {
@@ -161,14 +158,14 @@ func TestRunExportsOTLP(t *testing.T) {
 		require.Equal(t, "weir", svc)
 	}
 	turn := spanNamed(t, spans, "invoke_agent")
-	require.Empty(t, turn.ParentSpanId)
+	require.Empty(t, turn.ParentSpanID)
 	session := attrString(turn.Attributes, "gen_ai.conversation.id")
 	require.NotEmpty(t, session)
 	require.Contains(t, readFile(t, file), session, "the conversation id is the session's id")
 	for _, s := range spans {
 		require.Equal(t, session, attrString(s.Attributes, "gen_ai.conversation.id"), s.Name)
-		if len(s.ParentSpanId) > 0 {
-			require.Equal(t, turn.TraceId, s.TraceId, "one trace: %s", s.Name)
+		if len(s.ParentSpanID) > 0 {
+			require.Equal(t, turn.TraceID, s.TraceID, "one trace: %s", s.Name)
 		} else if s != turn {
 			// The token meter folds the log when the agent attaches,
 			// before the turn.
@@ -177,7 +174,7 @@ func TestRunExportsOTLP(t *testing.T) {
 	}
 	chat := spanNamed(t, spans, "chat tour.json")
 	require.Equal(t, "offline", attrString(chat.Attributes, "gen_ai.provider.name"))
-	require.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, chat.Kind)
+	require.EqualValues(t, otlptest.KindClient, chat.Kind)
 
 	metrics := sink.metricNames()
 	for _, m := range []string{"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "weir.plugin.call.duration"} {
@@ -228,7 +225,8 @@ func TestRunOTLPFlushesOnFailureAndInterrupt(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	spans, _ := sink.spans()
 	turn := spanNamed(t, spans, "invoke_agent")
-	require.Equal(t, tracepb.Status_STATUS_CODE_ERROR, turn.Status.GetCode())
+	require.NotNil(t, turn.Status)
+	require.EqualValues(t, otlptest.StatusError, turn.Status.Code)
 	require.Equal(t, "AUTH", attrString(turn.Attributes, "error.type"))
 
 	// Interrupted while the model streams.

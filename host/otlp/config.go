@@ -4,8 +4,11 @@
 // A TraceExporter is a [sdktrace.SpanExporter] and a MetricExporter a
 // [sdkmetric.Exporter]: the SDK batches and reads, this package converts what
 // it is given into the OTLP protobuf messages (TracesData, MetricsData, which
-// are wire-identical to the collector's export requests) and POSTs them as
-// application/x-protobuf.
+// are wire-identical to the collector's export requests), written field by
+// field with protowire (wire.go) rather than through generated types, and
+// POSTs them as application/x-protobuf. The tests hold that encoding to the
+// reference implementation's, byte for byte, and read what a loopback
+// collector receives with the strict decoder of package otlptest.
 //
 // Configuration comes from the standard variables of the OTLP exporter
 // specification, the signal form winning over the general one:

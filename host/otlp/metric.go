@@ -2,13 +2,11 @@ package otlp
 
 import (
 	"context"
+	"math"
 	"sync"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 )
 
 // MetricExporter sends metrics to an OTLP/HTTP endpoint, with the SDK's
@@ -52,7 +50,7 @@ func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 	if done {
 		return errShutdown
 	}
-	return e.cfg.send(ctx, MetricsData(rm))
+	return e.cfg.send(ctx, encodeMetrics(rm))
 }
 
 // ForceFlush has nothing to flush: Export sends at once.
@@ -67,75 +65,109 @@ func (e *MetricExporter) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// MetricsData converts a collection into the OTLP message. Exemplars and
-// summaries (which the SDK's instruments do not produce) are left out.
-func MetricsData(rm *metricdata.ResourceMetrics) *metricspb.MetricsData {
-	r := &metricspb.ResourceMetrics{Resource: resourceProto(rm.Resource)}
-	if rm.Resource != nil {
-		r.SchemaUrl = rm.Resource.SchemaURL()
-	}
-	for _, sm := range rm.ScopeMetrics {
-		s := &metricspb.ScopeMetrics{Scope: scopeProto(sm.Scope), SchemaUrl: sm.Scope.SchemaURL}
-		for _, m := range sm.Metrics {
-			if p := metricProto(m); p != nil {
-				s.Metrics = append(s.Metrics, p)
-			}
+// encodeMetrics writes a collection as an OTLP MetricsData message
+// (wire-identical to the collector's ExportMetricsServiceRequest).
+// Exemplars and summaries (which the SDK's instruments do not produce) are
+// left out.
+func encodeMetrics(rm *metricdata.ResourceMetrics) []byte {
+	var b buf
+	b.msg(1, func() { // MetricsData.resource_metrics
+		b.msg(1, func() { writeResource(&b, rm.Resource) })
+		for _, sm := range rm.ScopeMetrics {
+			b.msg(2, func() { // ResourceMetrics.scope_metrics
+				b.msg(1, func() { writeScope(&b, sm.Scope) })
+				for _, m := range sm.Metrics {
+					if known(m.Data) {
+						b.msg(2, func() { writeMetric(&b, m) })
+					}
+				}
+				b.str(3, sm.Scope.SchemaURL)
+			})
 		}
-		r.ScopeMetrics = append(r.ScopeMetrics, s)
-	}
-	return &metricspb.MetricsData{ResourceMetrics: []*metricspb.ResourceMetrics{r}}
+		if rm.Resource != nil {
+			b.str(3, rm.Resource.SchemaURL())
+		}
+	})
+	return b
 }
 
-func metricProto(m metricdata.Metrics) *metricspb.Metric {
-	p := &metricspb.Metric{Name: m.Name, Description: m.Description, Unit: m.Unit}
+// known says whether the encoder writes aggregations of d's kind.
+func known(d metricdata.Aggregation) bool {
+	switch d.(type) {
+	case metricdata.Gauge[int64], metricdata.Gauge[float64], metricdata.Sum[int64], metricdata.Sum[float64],
+		metricdata.Histogram[int64], metricdata.Histogram[float64],
+		metricdata.ExponentialHistogram[int64], metricdata.ExponentialHistogram[float64]:
+		return true
+	}
+	return false
+}
+
+// writeMetric writes the fields of a Metric, its data the member of the
+// oneof that the aggregation's kind selects (Gauge 5, Sum 7, Histogram 9,
+// ExponentialHistogram 10).
+func writeMetric(b *buf, m metricdata.Metrics) {
+	b.str(1, m.Name)
+	b.str(2, m.Description)
+	b.str(3, m.Unit)
 	switch d := m.Data.(type) {
 	case metricdata.Gauge[int64]:
-		p.Data = &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: numbers(d.DataPoints)}}
+		b.msg(5, func() { writeNumbers(b, d.DataPoints) })
 	case metricdata.Gauge[float64]:
-		p.Data = &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: numbers(d.DataPoints)}}
+		b.msg(5, func() { writeNumbers(b, d.DataPoints) })
 	case metricdata.Sum[int64]:
-		p.Data = &metricspb.Metric_Sum{Sum: &metricspb.Sum{DataPoints: numbers(d.DataPoints), AggregationTemporality: temporality(d.Temporality), IsMonotonic: d.IsMonotonic}}
+		b.msg(7, func() { writeNumbers(b, d.DataPoints); writeSumTail(b, d.Temporality, d.IsMonotonic) })
 	case metricdata.Sum[float64]:
-		p.Data = &metricspb.Metric_Sum{Sum: &metricspb.Sum{DataPoints: numbers(d.DataPoints), AggregationTemporality: temporality(d.Temporality), IsMonotonic: d.IsMonotonic}}
+		b.msg(7, func() { writeNumbers(b, d.DataPoints); writeSumTail(b, d.Temporality, d.IsMonotonic) })
 	case metricdata.Histogram[int64]:
-		p.Data = &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{DataPoints: histograms(d.DataPoints), AggregationTemporality: temporality(d.Temporality)}}
+		b.msg(9, func() { writeHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) })
 	case metricdata.Histogram[float64]:
-		p.Data = &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{DataPoints: histograms(d.DataPoints), AggregationTemporality: temporality(d.Temporality)}}
+		b.msg(9, func() { writeHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) })
 	case metricdata.ExponentialHistogram[int64]:
-		p.Data = &metricspb.Metric_ExponentialHistogram{ExponentialHistogram: &metricspb.ExponentialHistogram{DataPoints: expHistograms(d.DataPoints), AggregationTemporality: temporality(d.Temporality)}}
+		b.msg(10, func() { writeExpHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) })
 	case metricdata.ExponentialHistogram[float64]:
-		p.Data = &metricspb.Metric_ExponentialHistogram{ExponentialHistogram: &metricspb.ExponentialHistogram{DataPoints: expHistograms(d.DataPoints), AggregationTemporality: temporality(d.Temporality)}}
-	default:
-		return nil
+		b.msg(10, func() { writeExpHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) })
 	}
-	return p
 }
 
-func temporality(t metricdata.Temporality) metricspb.AggregationTemporality {
+// writeSumTail writes a Sum's fields after its data points.
+func writeSumTail(b *buf, t metricdata.Temporality, monotonic bool) {
+	b.varint(2, temporality(t))
+	if monotonic {
+		b.varint(3, 1)
+	}
+}
+
+// The values of OTLP's AggregationTemporality.
+const (
+	temporalityDelta      = 1
+	temporalityCumulative = 2
+)
+
+func temporality(t metricdata.Temporality) uint64 {
 	switch t {
 	case metricdata.CumulativeTemporality:
-		return metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
+		return temporalityCumulative
 	case metricdata.DeltaTemporality:
-		return metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
+		return temporalityDelta
 	}
-	return metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_UNSPECIFIED
+	return 0
 }
 
-func setAttrs(s attribute.Set) []*commonpb.KeyValue { return attrs(s.ToSlice()) }
-
-func numbers[N int64 | float64](dps []metricdata.DataPoint[N]) []*metricspb.NumberDataPoint {
-	out := make([]*metricspb.NumberDataPoint, len(dps))
-	for i, dp := range dps {
-		p := &metricspb.NumberDataPoint{Attributes: setAttrs(dp.Attributes), StartTimeUnixNano: nanos(dp.StartTime), TimeUnixNano: nanos(dp.Time)}
-		switch v := any(dp.Value).(type) {
-		case int64:
-			p.Value = &metricspb.NumberDataPoint_AsInt{AsInt: v}
-		case float64:
-			p.Value = &metricspb.NumberDataPoint_AsDouble{AsDouble: v}
-		}
-		out[i] = p
+// writeNumbers writes dps as repeated NumberDataPoint field 1.
+func writeNumbers[N int64 | float64](b *buf, dps []metricdata.DataPoint[N]) {
+	for _, dp := range dps {
+		b.msg(1, func() {
+			b.fixed64(2, nanos(dp.StartTime))
+			b.fixed64(3, nanos(dp.Time))
+			writeAttrs(b, 7, dp.Attributes.ToSlice())
+			switch v := any(dp.Value).(type) { // the oneof value, last
+			case float64:
+				b.fixed64Always(4, math.Float64bits(v)) // as_double
+			case int64:
+				b.fixed64Always(6, uint64(v)) // as_int, sfixed64
+			}
+		})
 	}
-	return out
 }
 
 func extrema[N int64 | float64](e metricdata.Extrema[N]) *float64 {
@@ -146,30 +178,49 @@ func extrema[N int64 | float64](e metricdata.Extrema[N]) *float64 {
 	return nil
 }
 
-func histograms[N int64 | float64](dps []metricdata.HistogramDataPoint[N]) []*metricspb.HistogramDataPoint {
-	out := make([]*metricspb.HistogramDataPoint, len(dps))
-	for i, dp := range dps {
-		sum := float64(dp.Sum)
-		out[i] = &metricspb.HistogramDataPoint{
-			Attributes: setAttrs(dp.Attributes), StartTimeUnixNano: nanos(dp.StartTime), TimeUnixNano: nanos(dp.Time),
-			Count: dp.Count, Sum: &sum, BucketCounts: dp.BucketCounts, ExplicitBounds: dp.Bounds,
-			Min: extrema(dp.Min), Max: extrema(dp.Max),
-		}
+// writeHistograms writes dps as repeated HistogramDataPoint field 1.
+func writeHistograms[N int64 | float64](b *buf, dps []metricdata.HistogramDataPoint[N]) {
+	for _, dp := range dps {
+		b.msg(1, func() {
+			sum := float64(dp.Sum)
+			b.fixed64(2, nanos(dp.StartTime))
+			b.fixed64(3, nanos(dp.Time))
+			b.fixed64(4, dp.Count)
+			b.optDouble(5, &sum)
+			b.packedFixed64(6, dp.BucketCounts)
+			b.packedDouble(7, dp.Bounds)
+			writeAttrs(b, 9, dp.Attributes.ToSlice())
+			b.optDouble(11, extrema(dp.Min))
+			b.optDouble(12, extrema(dp.Max))
+		})
 	}
-	return out
 }
 
-func expHistograms[N int64 | float64](dps []metricdata.ExponentialHistogramDataPoint[N]) []*metricspb.ExponentialHistogramDataPoint {
-	out := make([]*metricspb.ExponentialHistogramDataPoint, len(dps))
-	for i, dp := range dps {
-		sum := float64(dp.Sum)
-		out[i] = &metricspb.ExponentialHistogramDataPoint{
-			Attributes: setAttrs(dp.Attributes), StartTimeUnixNano: nanos(dp.StartTime), TimeUnixNano: nanos(dp.Time),
-			Count: dp.Count, Sum: &sum, Scale: dp.Scale, ZeroCount: dp.ZeroCount, ZeroThreshold: dp.ZeroThreshold,
-			Positive: &metricspb.ExponentialHistogramDataPoint_Buckets{Offset: dp.PositiveBucket.Offset, BucketCounts: dp.PositiveBucket.Counts},
-			Negative: &metricspb.ExponentialHistogramDataPoint_Buckets{Offset: dp.NegativeBucket.Offset, BucketCounts: dp.NegativeBucket.Counts},
-			Min:      extrema(dp.Min), Max: extrema(dp.Max),
-		}
+// writeExpHistograms writes dps as repeated ExponentialHistogramDataPoint
+// field 1.
+func writeExpHistograms[N int64 | float64](b *buf, dps []metricdata.ExponentialHistogramDataPoint[N]) {
+	for _, dp := range dps {
+		b.msg(1, func() {
+			sum := float64(dp.Sum)
+			writeAttrs(b, 1, dp.Attributes.ToSlice())
+			b.fixed64(2, nanos(dp.StartTime))
+			b.fixed64(3, nanos(dp.Time))
+			b.fixed64(4, dp.Count)
+			b.optDouble(5, &sum)
+			b.sint32(6, dp.Scale)
+			b.fixed64(7, dp.ZeroCount)
+			b.msg(8, func() { writeBuckets(b, dp.PositiveBucket) })
+			b.msg(9, func() { writeBuckets(b, dp.NegativeBucket) })
+			b.optDouble(12, extrema(dp.Min))
+			b.optDouble(13, extrema(dp.Max))
+			b.double(14, dp.ZeroThreshold)
+		})
 	}
-	return out
+}
+
+// writeBuckets writes the fields of an ExponentialHistogramDataPoint's
+// Buckets.
+func writeBuckets(b *buf, e metricdata.ExponentialBucket) {
+	b.sint32(1, e.Offset)
+	b.packedVarint(2, e.Counts)
 }

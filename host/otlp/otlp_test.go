@@ -3,6 +3,7 @@ package otlp
 import (
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,9 +19,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/weirhost/weir/host/otlp/otlptest"
 )
 
 // collector is a loopback OTLP/HTTP receiver: it answers with the statuses
@@ -33,8 +33,8 @@ type collector struct {
 	drop    int // connections to close before answering, first
 	hits    int
 	headers []http.Header
-	traces  []*tracepb.TracesData
-	metrics []*metricspb.MetricsData
+	traces  []*otlptest.TracesData
+	metrics []*otlptest.MetricsData
 	errs    []string
 }
 
@@ -77,18 +77,14 @@ func newCollector(t *testing.T, codes ...int) *collector {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		strict := proto.UnmarshalOptions{DiscardUnknown: false}
 		switch r.URL.Path {
 		case "/v1/traces":
-			m := &tracepb.TracesData{}
-			err = strict.Unmarshal(b, m)
-			if err == nil && len(m.ProtoReflect().GetUnknown()) > 0 {
-				c.errs = append(c.errs, "unknown fields")
-			}
+			var m *otlptest.TracesData
+			m, err = otlptest.DecodeTraces(b)
 			c.traces = append(c.traces, m)
 		case "/v1/metrics":
-			m := &metricspb.MetricsData{}
-			err = strict.Unmarshal(b, m)
+			var m *otlptest.MetricsData
+			m, err = otlptest.DecodeMetrics(b)
 			c.metrics = append(c.metrics, m)
 		default:
 			c.errs = append(c.errs, "path "+r.URL.Path)
@@ -156,7 +152,7 @@ func TestTraceExport(t *testing.T) {
 				t.Errorf("gzip = %v, want %v", got, tt.gzip)
 			}
 			rs := col.traces[0].ResourceSpans[0]
-			if v := rs.Resource.Attributes[0]; v.Key != "service.name" || v.Value.GetStringValue() != "svc" {
+			if v := rs.Resource.Attributes[0]; v.Key != "service.name" || v.Value.String != "svc" {
 				t.Errorf("resource attribute %v", v)
 			}
 			sc := rs.ScopeSpans[0].Scope
@@ -169,30 +165,29 @@ func TestTraceExport(t *testing.T) {
 			cc := child.SpanContext()
 			csid := cc.SpanID()
 			switch {
-			case sp.Name != "child", sp.Kind != tracepb.Span_SPAN_KIND_CLIENT:
+			case sp.Name != "child", sp.Kind != otlptest.KindClient:
 				t.Errorf("name %q kind %v", sp.Name, sp.Kind)
-			case string(sp.TraceId) != string(ptid[:]), string(sp.SpanId) != string(csid[:]), string(sp.ParentSpanId) != string(psid[:]):
-				t.Errorf("ids %x %x %x", sp.TraceId, sp.SpanId, sp.ParentSpanId)
+			case string(sp.TraceID) != string(ptid[:]), string(sp.SpanID) != string(csid[:]), string(sp.ParentSpanID) != string(psid[:]):
+				t.Errorf("ids %x %x %x", sp.TraceID, sp.SpanID, sp.ParentSpanID)
 			case sp.StartTimeUnixNano == 0 || sp.EndTimeUnixNano < sp.StartTimeUnixNano:
 				t.Errorf("times %d %d", sp.StartTimeUnixNano, sp.EndTimeUnixNano)
-			case sp.Status.Code != tracepb.Status_STATUS_CODE_ERROR || sp.Status.Message != "broke":
+			case sp.Status.Code != otlptest.StatusError || sp.Status.Message != "broke":
 				t.Errorf("status %v", sp.Status)
-			case len(sp.Events) != 1 || sp.Events[0].Name != "ev" || sp.Events[0].Attributes[0].Value.GetIntValue() != 1:
+			case len(sp.Events) != 1 || sp.Events[0].Name != "ev" || sp.Events[0].Attributes[0].Value.Int != 1:
 				t.Errorf("events %v", sp.Events)
-			case len(sp.Links) != 1 || string(sp.Links[0].SpanId) != string(psid[:]):
+			case len(sp.Links) != 1 || string(sp.Links[0].SpanID) != string(psid[:]):
 				t.Errorf("links %v", sp.Links)
 			case sp.Flags&0xff != uint32(cc.TraceFlags()) || sp.Flags&flagHasIsRemote == 0:
 				t.Errorf("flags %#x", sp.Flags)
 			}
-			want := map[string]string{"b": "bool_value:true", "i": "int_value:7", "f": "double_value:1.5", "s": "string_value:\"x\"",
-				"ss": "array_value:{values:{string_value:\"a\"} values:{string_value:\"b\"}}", "is": "array_value:{values:{int_value:1} values:{int_value:2}}"}
+			want := map[string]string{"b": "bool:true", "i": "int:7", "f": "double:1.5", "s": `string:"x"`,
+				"ss": `array:[string:"a" string:"b"]`, "is": "array:[int:1 int:2]"}
 			if len(sp.Attributes) != len(want) {
 				t.Errorf("%d attributes, want %d", len(sp.Attributes), len(want))
 			}
 			for _, kv := range sp.Attributes {
-				got := strings.Join(strings.Fields(kv.Value.String()), "")
-				if w := strings.Join(strings.Fields(want[kv.Key]), ""); got != w {
-					t.Errorf("attribute %s = %s, want %s", kv.Key, got, w)
+				if got := valueText(kv.Value); got != want[kv.Key] {
+					t.Errorf("attribute %s = %s, want %s", kv.Key, got, want[kv.Key])
 				}
 			}
 		})
@@ -230,23 +225,23 @@ func TestMetricExport(t *testing.T) {
 	if len(col.errs) > 0 || len(col.metrics) != 1 {
 		t.Fatalf("errors %v, %d requests", col.errs, len(col.metrics))
 	}
-	got := map[string]*metricspb.Metric{}
+	got := map[string]*otlptest.Metric{}
 	for _, m := range col.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics {
 		got[m.Name] = m
 	}
-	cum := metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
-	if s := got["ic"].GetSum(); s == nil || !s.IsMonotonic || s.AggregationTemporality != cum || s.DataPoints[0].GetAsInt() != 3 {
-		t.Errorf("ic = %v", got["ic"])
+	if s := got["ic"].Sum; s == nil || !s.IsMonotonic || s.Temporality != otlptest.TemporalityCumulative ||
+		s.DataPoints[0].AsInt == nil || *s.DataPoints[0].AsInt != 3 {
+		t.Errorf("ic = %+v", got["ic"])
 	}
-	if s := got["fu"].GetSum(); s == nil || s.IsMonotonic || s.DataPoints[0].GetAsDouble() != -1.5 {
-		t.Errorf("fu = %v", got["fu"])
+	if s := got["fu"].Sum; s == nil || s.IsMonotonic || s.DataPoints[0].AsDouble == nil || *s.DataPoints[0].AsDouble != -1.5 {
+		t.Errorf("fu = %+v", got["fu"])
 	}
-	if h := got["ih"].GetHistogram(); h == nil || h.DataPoints[0].Count != 2 || h.DataPoints[0].GetSum() != 14 ||
-		h.DataPoints[0].GetMin() != 4 || h.DataPoints[0].GetMax() != 10 || len(h.DataPoints[0].BucketCounts) != len(h.DataPoints[0].ExplicitBounds)+1 {
-		t.Errorf("ih = %v", got["ih"])
+	if h := got["ih"].Histogram; h == nil || h.DataPoints[0].Count != 2 || !is(h.DataPoints[0].Sum, 14) ||
+		!is(h.DataPoints[0].Min, 4) || !is(h.DataPoints[0].Max, 10) || len(h.DataPoints[0].BucketCounts) != len(h.DataPoints[0].ExplicitBounds)+1 {
+		t.Errorf("ih = %+v", got["ih"])
 	}
-	if g := got["fg"].GetGauge(); g == nil || g.DataPoints[0].GetAsDouble() != 2.5 {
-		t.Errorf("fg = %v", got["fg"])
+	if g := got["fg"].Gauge; g == nil || g.DataPoints[0].AsDouble == nil || *g.DataPoints[0].AsDouble != 2.5 {
+		t.Errorf("fg = %+v", got["fg"])
 	}
 }
 
@@ -272,7 +267,7 @@ func TestSendStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = exp.cfg.send(context.Background(), &tracepb.TracesData{})
+			err = exp.cfg.send(context.Background(), nil)
 			if tt.errHas == "" && err != nil || tt.errHas != "" && (err == nil || !strings.Contains(err.Error(), tt.errHas)) {
 				t.Errorf("err = %v, want one with %q", err, tt.errHas)
 			}
@@ -294,7 +289,7 @@ func TestSendTransportFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := exp.cfg.send(context.Background(), &tracepb.TracesData{}); err != nil {
+	if err := exp.cfg.send(context.Background(), nil); err != nil {
 		t.Fatalf("after a dropped connection: %v", err)
 	}
 	col.mu.Lock()
@@ -313,7 +308,7 @@ func TestSendTransportFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = exp.cfg.send(context.Background(), &tracepb.TracesData{})
+	err = exp.cfg.send(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "gave up retrying") {
 		t.Errorf("err = %v, want a refused connection retried until the timeout", err)
 	}
@@ -343,4 +338,28 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%v: the error prints a header value: %v", tt.env, err)
 		}
 	}
+}
+
+// is says whether an optional double is set to v.
+func is(p *float64, v float64) bool { return p != nil && *p == v }
+
+// valueText writes an attribute value as "kind:value", arrays in brackets.
+func valueText(v *otlptest.AnyValue) string {
+	switch v.Kind {
+	case "string":
+		return fmt.Sprintf("string:%q", v.String)
+	case "bool":
+		return fmt.Sprintf("bool:%v", v.Bool)
+	case "int":
+		return fmt.Sprintf("int:%d", v.Int)
+	case "double":
+		return fmt.Sprintf("double:%v", v.Double)
+	case "array":
+		parts := make([]string, len(v.Array))
+		for i, e := range v.Array {
+			parts[i] = valueText(e)
+		}
+		return "array:[" + strings.Join(parts, " ") + "]"
+	}
+	return "?"
 }

@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 )
 
 // maxResponse bounds how much of a response body is read.
@@ -58,12 +56,8 @@ var userAgent = func() string {
 
 const module = "github.com/weirhost/weir"
 
-// send POSTs msg, retrying within the export timeout.
-func (c *config) send(ctx context.Context, msg proto.Message) error {
-	body, err := proto.Marshal(msg)
-	if err != nil {
-		return fmt.Errorf("otlp: marshal: %w", err)
-	}
+// send POSTs body, an encoded message, retrying within the export timeout.
+func (c *config) send(ctx context.Context, body []byte) error {
 	if c.gzip {
 		var b bytes.Buffer
 		w := gzip.NewWriter(&b)

@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -13,9 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 var osGetenv = os.Getenv
@@ -56,7 +55,7 @@ func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOn
 	if len(spans) == 0 {
 		return nil
 	}
-	return e.cfg.send(ctx, TracesData(spans))
+	return e.cfg.send(ctx, encodeTraces(spans))
 }
 
 // Shutdown stops the exporter; later exports fail.
@@ -68,85 +67,106 @@ func (e *TraceExporter) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// TracesData converts spans into the OTLP message, grouped by resource and
+// encodeTraces writes spans as an OTLP TracesData message (wire-identical
+// to the collector's ExportTraceServiceRequest), grouped by resource and
 // instrumentation scope in the order they first appear.
-func TracesData(spans []sdktrace.ReadOnlySpan) *tracepb.TracesData {
-	type key struct {
-		res   *resource.Resource
+func encodeTraces(spans []sdktrace.ReadOnlySpan) []byte {
+	type scopeKey struct {
 		scope instrumentation.Scope
+		attrs attribute.Distinct
+	}
+	type scopeSpans struct {
+		scope instrumentation.Scope
+		spans []sdktrace.ReadOnlySpan
+	}
+	type resourceSpans struct {
+		res    *resource.Resource
+		scopes []*scopeSpans
+		index  map[scopeKey]*scopeSpans
 	}
 	var (
-		out    tracepb.TracesData
-		rs     = map[*resource.Resource]*tracepb.ResourceSpans{}
-		scopes = map[any]*tracepb.ScopeSpans{}
+		order []*resourceSpans
+		byRes = map[*resource.Resource]*resourceSpans{}
 	)
 	for _, s := range spans {
 		r := s.Resource()
-		rsp := rs[r]
-		if rsp == nil {
-			rsp = &tracepb.ResourceSpans{Resource: resourceProto(r), SchemaUrl: r.SchemaURL()}
-			rs[r] = rsp
-			out.ResourceSpans = append(out.ResourceSpans, rsp)
+		rs := byRes[r]
+		if rs == nil {
+			rs = &resourceSpans{res: r, index: map[scopeKey]*scopeSpans{}}
+			byRes[r] = rs
+			order = append(order, rs)
 		}
 		sc := s.InstrumentationScope()
-		k := key{r, instrumentation.Scope{Name: sc.Name, Version: sc.Version, SchemaURL: sc.SchemaURL}}
-		ssk := struct {
-			key
-			attrs attribute.Distinct
-		}{k, sc.Attributes.Equivalent()}
-		ss := scopes[ssk]
+		k := scopeKey{instrumentation.Scope{Name: sc.Name, Version: sc.Version, SchemaURL: sc.SchemaURL}, sc.Attributes.Equivalent()}
+		ss := rs.index[k]
 		if ss == nil {
-			ss = &tracepb.ScopeSpans{Scope: scopeProto(sc), SchemaUrl: sc.SchemaURL}
-			scopes[ssk] = ss
-			rsp.ScopeSpans = append(rsp.ScopeSpans, ss)
+			ss = &scopeSpans{scope: sc}
+			rs.index[k] = ss
+			rs.scopes = append(rs.scopes, ss)
 		}
-		ss.Spans = append(ss.Spans, spanProto(s))
+		ss.spans = append(ss.spans, s)
 	}
-	return &out
+	var b buf
+	for _, rs := range order {
+		b.msg(1, func() { // TracesData.resource_spans
+			b.msg(1, func() { writeResource(&b, rs.res) })
+			for _, ss := range rs.scopes {
+				b.msg(2, func() { // ResourceSpans.scope_spans
+					b.msg(1, func() { writeScope(&b, ss.scope) })
+					for _, s := range ss.spans {
+						b.msg(2, func() { writeSpan(&b, s) })
+					}
+					b.str(3, ss.scope.SchemaURL)
+				})
+			}
+			if rs.res != nil {
+				b.str(3, rs.res.SchemaURL())
+			}
+		})
+	}
+	return b
 }
 
-func spanProto(s sdktrace.ReadOnlySpan) *tracepb.Span {
+// writeSpan writes the fields of a Span.
+func writeSpan(b *buf, s sdktrace.ReadOnlySpan) {
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
-	p := &tracepb.Span{
-		TraceId:                tid[:],
-		SpanId:                 sid[:],
-		TraceState:             sc.TraceState().String(),
-		Flags:                  flags(sc.TraceFlags(), s.Parent()),
-		Name:                   s.Name(),
-		Kind:                   tracepb.Span_SpanKind(s.SpanKind()),
-		StartTimeUnixNano:      nanos(s.StartTime()),
-		EndTimeUnixNano:        nanos(s.EndTime()),
-		Attributes:             attrs(s.Attributes()),
-		DroppedAttributesCount: uint32(s.DroppedAttributes()),
-		DroppedEventsCount:     uint32(s.DroppedEvents()),
-		DroppedLinksCount:      uint32(s.DroppedLinks()),
-		Status:                 statusProto(s.Status()),
-	}
+	b.bytes(1, tid[:])
+	b.bytes(2, sid[:])
+	b.str(3, sc.TraceState().String())
 	if par := s.Parent(); par.SpanID().IsValid() {
 		pid := par.SpanID()
-		p.ParentSpanId = pid[:]
+		b.bytes(4, pid[:])
 	}
+	b.str(5, s.Name())
+	b.varint(6, uint64(s.SpanKind()))
+	b.fixed64(7, nanos(s.StartTime()))
+	b.fixed64(8, nanos(s.EndTime()))
+	writeAttrs(b, 9, s.Attributes())
+	b.varint(10, uint64(uint32(s.DroppedAttributes())))
 	for _, ev := range s.Events() {
-		p.Events = append(p.Events, &tracepb.Span_Event{
-			TimeUnixNano:           nanos(ev.Time),
-			Name:                   ev.Name,
-			Attributes:             attrs(ev.Attributes),
-			DroppedAttributesCount: uint32(ev.DroppedAttributeCount),
+		b.msg(11, func() { // Span.Event
+			b.fixed64(1, nanos(ev.Time))
+			b.str(2, ev.Name)
+			writeAttrs(b, 3, ev.Attributes)
+			b.varint(4, uint64(uint32(ev.DroppedAttributeCount)))
 		})
 	}
+	b.varint(12, uint64(uint32(s.DroppedEvents())))
 	for _, l := range s.Links() {
-		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		p.Links = append(p.Links, &tracepb.Span_Link{
-			TraceId:                ltid[:],
-			SpanId:                 lsid[:],
-			TraceState:             l.SpanContext.TraceState().String(),
-			Attributes:             attrs(l.Attributes),
-			DroppedAttributesCount: uint32(l.DroppedAttributeCount),
-			Flags:                  flags(l.SpanContext.TraceFlags(), l.SpanContext),
+		b.msg(13, func() { // Span.Link
+			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+			b.bytes(1, ltid[:])
+			b.bytes(2, lsid[:])
+			b.str(3, l.SpanContext.TraceState().String())
+			writeAttrs(b, 4, l.Attributes)
+			b.varint(5, uint64(uint32(l.DroppedAttributeCount)))
+			b.fixed32(6, flags(l.SpanContext.TraceFlags(), l.SpanContext))
 		})
 	}
-	return p
+	b.varint(14, uint64(uint32(s.DroppedLinks())))
+	b.msg(15, func() { writeStatus(b, s.Status()) })
+	b.fixed32(16, flags(sc.TraceFlags(), s.Parent()))
 }
 
 // The span flags of OTLP: the W3C trace flags in the low byte, then whether
@@ -164,15 +184,21 @@ func flags(tf trace.TraceFlags, remote trace.SpanContext) uint32 {
 	return f
 }
 
-func statusProto(s sdktrace.Status) *tracepb.Status {
-	p := &tracepb.Status{Message: s.Description}
+// The status codes of OTLP's Status.code.
+const (
+	statusOK    = 1
+	statusError = 2
+)
+
+// writeStatus writes the fields of a Status.
+func writeStatus(b *buf, s sdktrace.Status) {
+	b.str(2, s.Description)
 	switch s.Code {
 	case codes.Ok:
-		p.Code = tracepb.Status_STATUS_CODE_OK
+		b.varint(3, statusOK)
 	case codes.Error:
-		p.Code = tracepb.Status_STATUS_CODE_ERROR
+		b.varint(3, statusError)
 	}
-	return p
 }
 
 func nanos(t time.Time) uint64 {
@@ -182,54 +208,64 @@ func nanos(t time.Time) uint64 {
 	return uint64(t.UnixNano())
 }
 
-func resourceProto(r *resource.Resource) *resourcepb.Resource {
-	if r == nil {
-		return &resourcepb.Resource{}
+// writeResource writes the fields of a Resource (none for nil).
+func writeResource(b *buf, r *resource.Resource) {
+	if r != nil {
+		writeAttrs(b, 1, r.Attributes())
 	}
-	return &resourcepb.Resource{Attributes: attrs(r.Attributes())}
 }
 
-func scopeProto(s instrumentation.Scope) *commonpb.InstrumentationScope {
-	return &commonpb.InstrumentationScope{Name: s.Name, Version: s.Version, Attributes: attrs(s.Attributes.ToSlice())}
+// writeScope writes the fields of an InstrumentationScope.
+func writeScope(b *buf, s instrumentation.Scope) {
+	b.str(1, s.Name)
+	b.str(2, s.Version)
+	writeAttrs(b, 3, s.Attributes.ToSlice())
 }
 
-func attrs(kvs []attribute.KeyValue) []*commonpb.KeyValue {
-	if len(kvs) == 0 {
-		return nil
+// writeAttrs writes kvs as repeated KeyValue field n.
+func writeAttrs(b *buf, n protowire.Number, kvs []attribute.KeyValue) {
+	for _, kv := range kvs {
+		b.msg(n, func() {
+			b.str(1, string(kv.Key))
+			b.msg(2, func() { writeValue(b, kv.Value) })
+		})
 	}
-	out := make([]*commonpb.KeyValue, len(kvs))
-	for i, kv := range kvs {
-		out[i] = &commonpb.KeyValue{Key: string(kv.Key), Value: value(kv.Value)}
-	}
-	return out
 }
 
-func value(v attribute.Value) *commonpb.AnyValue {
+// writeValue writes the fields of an AnyValue: the one member of its
+// oneof that v's type selects.
+func writeValue(b *buf, v attribute.Value) {
 	switch v.Type() {
 	case attribute.BOOL:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v.AsBool()}}
+		var x uint64
+		if v.AsBool() {
+			x = 1
+		}
+		b.varintAlways(2, x)
 	case attribute.INT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v.AsInt64()}}
+		b.varintAlways(3, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
+		b.fixed64Always(4, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.AsString()}}
+		b.strAlways(1, v.AsString())
 	case attribute.BOOLSLICE:
-		return array(v.AsBoolSlice(), attribute.BoolValue)
+		writeArray(b, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		return array(v.AsInt64Slice(), attribute.Int64Value)
+		writeArray(b, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		return array(v.AsFloat64Slice(), attribute.Float64Value)
+		writeArray(b, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		return array(v.AsStringSlice(), attribute.StringValue)
+		writeArray(b, v.AsStringSlice(), attribute.StringValue)
+	default:
+		b.strAlways(1, v.String())
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.String()}}
 }
 
-func array[T any](s []T, f func(T) attribute.Value) *commonpb.AnyValue {
-	vs := make([]*commonpb.AnyValue, len(s))
-	for i, x := range s {
-		vs[i] = value(f(x))
-	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vs}}}
+// writeArray writes an AnyValue's array_value member.
+func writeArray[T any](b *buf, s []T, f func(T) attribute.Value) {
+	b.msg(5, func() {
+		for _, x := range s {
+			b.msg(1, func() { writeValue(b, f(x)) })
+		}
+	})
 }
