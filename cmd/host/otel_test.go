@@ -64,13 +64,13 @@ func (s *otlpSink) spans() (spans []*otlptest.Span, services []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, req := range s.traces {
-		for _, rs := range req.ResourceSpans {
+		for _, rs := range req.Resources {
 			var svc string
 			if rs.Resource != nil {
 				svc = attrString(rs.Resource.Attributes, "service.name")
 			}
-			for _, ss := range rs.ScopeSpans {
-				for _, sp := range ss.Spans {
+			for _, ss := range rs.Scopes {
+				for _, sp := range ss.Items {
 					spans = append(spans, sp)
 					services = append(services, svc)
 				}
@@ -86,9 +86,9 @@ func (s *otlpSink) metricNames() map[string]bool {
 	defer s.mu.Unlock()
 	names := map[string]bool{}
 	for _, req := range s.metrics {
-		for _, rm := range req.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
+		for _, rm := range req.Resources {
+			for _, sm := range rm.Scopes {
+				for _, m := range sm.Items {
 					names[m.Name] = true
 				}
 			}

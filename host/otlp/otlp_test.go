@@ -151,15 +151,15 @@ func TestTraceExport(t *testing.T) {
 			if got := col.headers[0].Get("Content-Encoding") == "gzip"; got != tt.gzip {
 				t.Errorf("gzip = %v, want %v", got, tt.gzip)
 			}
-			rs := col.traces[0].ResourceSpans[0]
+			rs := col.traces[0].Resources[0]
 			if v := rs.Resource.Attributes[0]; v.Key != "service.name" || v.Value.String != "svc" {
 				t.Errorf("resource attribute %v", v)
 			}
-			sc := rs.ScopeSpans[0].Scope
+			sc := rs.Scopes[0].Scope
 			if sc.Name != "scope" || sc.Version != "v1" {
 				t.Errorf("scope %v", sc)
 			}
-			sp := rs.ScopeSpans[0].Spans[0]
+			sp := rs.Scopes[0].Items[0]
 			pc := parent.SpanContext()
 			ptid, psid := pc.TraceID(), pc.SpanID()
 			cc := child.SpanContext()
@@ -226,7 +226,7 @@ func TestMetricExport(t *testing.T) {
 		t.Fatalf("errors %v, %d requests", col.errs, len(col.metrics))
 	}
 	got := map[string]*otlptest.Metric{}
-	for _, m := range col.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics {
+	for _, m := range col.metrics[0].Resources[0].Scopes[0].Items {
 		got[m.Name] = m
 	}
 	if s := got["ic"].Sum; s == nil || !s.IsMonotonic || s.Temporality != otlptest.TemporalityCumulative ||

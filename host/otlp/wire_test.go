@@ -46,17 +46,17 @@ func TestDecodeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.ResourceSpans) != 3 {
-		t.Fatalf("%d resources, want 3 (two resources and none)", len(tr.ResourceSpans))
+	if len(tr.Resources) != 3 {
+		t.Fatalf("%d resources, want 3 (two resources and none)", len(tr.Resources))
 	}
-	rs := tr.ResourceSpans[0]
+	rs := tr.Resources[0]
 	if rs.SchemaURL != "https://opentelemetry.io/schemas/1.26.0" || valueText(otlptest.Attr(rs.Resource.Attributes, "pid")) != "int:0" {
 		t.Errorf("resource %+v", rs)
 	}
-	if len(rs.ScopeSpans) != 2 || rs.ScopeSpans[0].Scope.Version != "v1.2.3" || rs.ScopeSpans[1].Scope.Name != "other" {
-		t.Fatalf("scopes %+v", rs.ScopeSpans)
+	if len(rs.Scopes) != 2 || rs.Scopes[0].Scope.Version != "v1.2.3" || rs.Scopes[1].Scope.Name != "other" {
+		t.Fatalf("scopes %+v", rs.Scopes)
 	}
-	turn, chat := rs.ScopeSpans[0].Spans[0], rs.ScopeSpans[0].Spans[1]
+	turn, chat := rs.Scopes[0].Items[0], rs.Scopes[0].Items[1]
 	for key, want := range map[string]string{"false": "bool:false", "zero": "int:0", "empty": `string:""`, "none": "array:[]",
 		"strings": `array:[string:"a" string:""]`, "floats": "array:[double:0.25 double:0]", "nan": "double:+Inf"} {
 		if got := otlptest.Attr(turn.Attributes, key); got == nil || valueText(got) != want {
@@ -72,7 +72,7 @@ func TestDecodeGolden(t *testing.T) {
 		chat.Status.Code != otlptest.StatusError || chat.Status.Message != "broke" {
 		t.Errorf("chat %+v", chat)
 	}
-	if r := tr.ResourceSpans[2]; r.Resource == nil || len(r.Resource.Attributes) != 0 || r.ScopeSpans[0].Spans[0].Name != "no resource" {
+	if r := tr.Resources[2]; r.Resource == nil || len(r.Resource.Attributes) != 0 || r.Scopes[0].Items[0].Name != "no resource" {
 		t.Errorf("the span without a resource: %+v", r)
 	}
 
@@ -85,7 +85,7 @@ func TestDecodeGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := map[string]*otlptest.Metric{}
-	for _, m := range md.ResourceMetrics[0].ScopeMetrics[0].Metrics {
+	for _, m := range md.Resources[0].Scopes[0].Items {
 		ms[m.Name] = m
 	}
 	if g := ms["gauge.int"].Gauge; g == nil || g.DataPoints[0].AsInt == nil || *g.DataPoints[0].AsInt != 0 || *g.DataPoints[1].AsInt != -3 {
@@ -104,8 +104,8 @@ func TestDecodeGolden(t *testing.T) {
 		e.Positive.Offset != -3 || len(e.Positive.Counts) != 3 || e.Positive.Counts[2] != 300 || e.Negative.Offset != 2 || !is(e.Min, -1) {
 		t.Errorf("exp.int %+v", e)
 	}
-	if len(md.ResourceMetrics[0].ScopeMetrics) != 2 || len(md.ResourceMetrics[0].ScopeMetrics[1].Metrics) != 0 {
-		t.Errorf("the empty scope: %+v", md.ResourceMetrics[0].ScopeMetrics)
+	if len(md.Resources[0].Scopes) != 2 || len(md.Resources[0].Scopes[1].Items) != 0 {
+		t.Errorf("the empty scope: %+v", md.Resources[0].Scopes)
 	}
 }
 

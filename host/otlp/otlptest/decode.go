@@ -19,22 +19,30 @@ import (
 // The message types mirror OTLP's of the same names, with the fields this
 // project's exporters write.
 
-// TracesData is the body of a trace export (ExportTraceServiceRequest).
-type TracesData struct{ ResourceSpans []*ResourceSpans }
+// Export is the body of an export request: the items (spans or metrics)
+// grouped by resource, then by instrumentation scope (OTLP's
+// ResourceSpans and ScopeSpans, or ResourceMetrics and ScopeMetrics).
+type Export[T any] struct{ Resources []*ResourceGroup[T] }
 
-type ResourceSpans struct {
-	Resource   *Resource
-	ScopeSpans []*ScopeSpans
-	SchemaURL  string
+// TracesData is the body of a trace export (ExportTraceServiceRequest).
+type TracesData = Export[Span]
+
+// MetricsData is the body of a metric export (ExportMetricsServiceRequest).
+type MetricsData = Export[Metric]
+
+type ResourceGroup[T any] struct {
+	Resource  *Resource
+	Scopes    []*ScopeGroup[T]
+	SchemaURL string
+}
+
+type ScopeGroup[T any] struct {
+	Scope     *Scope
+	Items     []*T
+	SchemaURL string
 }
 
 type Resource struct{ Attributes []*KeyValue }
-
-type ScopeSpans struct {
-	Scope     *Scope
-	Spans     []*Span
-	SchemaURL string
-}
 
 type Scope struct {
 	Name, Version string
@@ -109,21 +117,6 @@ func Attr(kvs []*KeyValue, key string) *AnyValue {
 	return nil
 }
 
-// MetricsData is the body of a metric export (ExportMetricsServiceRequest).
-type MetricsData struct{ ResourceMetrics []*ResourceMetrics }
-
-type ResourceMetrics struct {
-	Resource     *Resource
-	ScopeMetrics []*ScopeMetrics
-	SchemaURL    string
-}
-
-type ScopeMetrics struct {
-	Scope     *Scope
-	Metrics   []*Metric
-	SchemaURL string
-}
-
 // Metric holds the one kind of data that was set.
 type Metric struct {
 	Name, Description, Unit string
@@ -147,15 +140,16 @@ type Sum struct {
 	IsMonotonic bool
 }
 
-type Histogram struct {
-	DataPoints  []*HistogramDataPoint
+// Series is the shape Histogram and ExponentialHistogram share: data
+// points (field 1) and their aggregation temporality (field 2).
+type Series[P any] struct {
+	DataPoints  []*P
 	Temporality uint64
 }
 
-type ExponentialHistogram struct {
-	DataPoints  []*ExponentialHistogramDataPoint
-	Temporality uint64
-}
+type Histogram = Series[HistogramDataPoint]
+
+type ExponentialHistogram = Series[ExponentialHistogramDataPoint]
 
 // NumberDataPoint holds as_double or as_int, whichever was set.
 type NumberDataPoint struct {
@@ -191,37 +185,50 @@ type Buckets struct {
 
 // DecodeTraces reads a trace export body.
 func DecodeTraces(b []byte) (*TracesData, error) {
-	t := &TracesData{}
-	return t, walk(b, "TracesData", func(f field) error {
+	return decodeExport(b, [...]string{"TracesData", "ResourceSpans", "ScopeSpans", "Span"}, span)
+}
+
+// DecodeMetrics reads a metric export body.
+func DecodeMetrics(b []byte) (*MetricsData, error) {
+	return decodeExport(b, [...]string{"MetricsData", "ResourceMetrics", "ScopeMetrics", "Metric"}, metric)
+}
+
+// decodeExport reads the nesting traces and metrics share: field 1 of the
+// body repeats a resource group of a Resource (1), scope groups (2) and a
+// schema URL (3); a scope group is an InstrumentationScope (1), items (2)
+// that item reads, and a schema URL (3). names are the four messages'.
+func decodeExport[T any](b []byte, names [4]string, item func(*T) func(field) error) (*Export[T], error) {
+	e := &Export[T]{}
+	return e, walk(b, names[0], func(f field) error {
 		if f.num != 1 {
 			return f.unknown()
 		}
-		rs := &ResourceSpans{}
-		t.ResourceSpans = append(t.ResourceSpans, rs)
-		return f.msg("ResourceSpans", func(f field) error {
+		rg := &ResourceGroup[T]{}
+		e.Resources = append(e.Resources, rg)
+		return f.msg(names[1], func(f field) error {
 			switch f.num {
 			case 1:
-				rs.Resource = &Resource{}
-				return f.msg("Resource", resource(rs.Resource))
+				rg.Resource = &Resource{}
+				return f.msg("Resource", resource(rg.Resource))
 			case 2:
-				ss := &ScopeSpans{}
-				rs.ScopeSpans = append(rs.ScopeSpans, ss)
-				return f.msg("ScopeSpans", func(f field) error {
+				sg := &ScopeGroup[T]{}
+				rg.Scopes = append(rg.Scopes, sg)
+				return f.msg(names[2], func(f field) error {
 					switch f.num {
 					case 1:
-						ss.Scope = &Scope{}
-						return f.msg("InstrumentationScope", scope(ss.Scope))
+						sg.Scope = &Scope{}
+						return f.msg("InstrumentationScope", scope(sg.Scope))
 					case 2:
-						sp := &Span{}
-						ss.Spans = append(ss.Spans, sp)
-						return f.msg("Span", span(sp))
+						it := new(T)
+						sg.Items = append(sg.Items, it)
+						return f.msg(names[3], item(it))
 					case 3:
-						return f.str(&ss.SchemaURL)
+						return f.str(&sg.SchemaURL)
 					}
 					return f.unknown()
 				})
 			case 3:
-				return f.str(&rs.SchemaURL)
+				return f.str(&rg.SchemaURL)
 			}
 			return f.unknown()
 		})
@@ -309,45 +316,6 @@ func span(sp *Span) func(field) error {
 	}
 }
 
-// DecodeMetrics reads a metric export body.
-func DecodeMetrics(b []byte) (*MetricsData, error) {
-	m := &MetricsData{}
-	return m, walk(b, "MetricsData", func(f field) error {
-		if f.num != 1 {
-			return f.unknown()
-		}
-		rm := &ResourceMetrics{}
-		m.ResourceMetrics = append(m.ResourceMetrics, rm)
-		return f.msg("ResourceMetrics", func(f field) error {
-			switch f.num {
-			case 1:
-				rm.Resource = &Resource{}
-				return f.msg("Resource", resource(rm.Resource))
-			case 2:
-				sm := &ScopeMetrics{}
-				rm.ScopeMetrics = append(rm.ScopeMetrics, sm)
-				return f.msg("ScopeMetrics", func(f field) error {
-					switch f.num {
-					case 1:
-						sm.Scope = &Scope{}
-						return f.msg("InstrumentationScope", scope(sm.Scope))
-					case 2:
-						mt := &Metric{}
-						sm.Metrics = append(sm.Metrics, mt)
-						return f.msg("Metric", metric(mt))
-					case 3:
-						return f.str(&sm.SchemaURL)
-					}
-					return f.unknown()
-				})
-			case 3:
-				return f.str(&rm.SchemaURL)
-			}
-			return f.unknown()
-		})
-	})
-}
-
 func metric(m *Metric) func(field) error {
 	data := func(f field) error {
 		if m.Gauge != nil || m.Sum != nil || m.Histogram != nil || m.ExponentialHistogram != nil {
@@ -402,36 +370,31 @@ func metric(m *Metric) func(field) error {
 				return err
 			}
 			m.Histogram = &Histogram{}
-			return f.msg("Histogram", func(f field) error {
-				switch f.num {
-				case 1:
-					dp := &HistogramDataPoint{}
-					m.Histogram.DataPoints = append(m.Histogram.DataPoints, dp)
-					return f.msg("HistogramDataPoint", histogram(dp))
-				case 2:
-					return f.varint(&m.Histogram.Temporality)
-				}
-				return f.unknown()
-			})
+			return series(f, "Histogram", "HistogramDataPoint", m.Histogram, histogram)
 		case 10:
 			if err := data(f); err != nil {
 				return err
 			}
 			m.ExponentialHistogram = &ExponentialHistogram{}
-			return f.msg("ExponentialHistogram", func(f field) error {
-				switch f.num {
-				case 1:
-					dp := &ExponentialHistogramDataPoint{}
-					m.ExponentialHistogram.DataPoints = append(m.ExponentialHistogram.DataPoints, dp)
-					return f.msg("ExponentialHistogramDataPoint", expHistogram(dp))
-				case 2:
-					return f.varint(&m.ExponentialHistogram.Temporality)
-				}
-				return f.unknown()
-			})
+			return series(f, "ExponentialHistogram", "ExponentialHistogramDataPoint", m.ExponentialHistogram, expHistogram)
 		}
 		return f.unknown()
 	}
+}
+
+// series reads field f as a Series of data points that point reads.
+func series[P any](f field, name, pointName string, s *Series[P], point func(*P) func(field) error) error {
+	return f.msg(name, func(f field) error {
+		switch f.num {
+		case 1:
+			dp := new(P)
+			s.DataPoints = append(s.DataPoints, dp)
+			return f.msg(pointName, point(dp))
+		case 2:
+			return f.varint(&s.Temporality)
+		}
+		return f.unknown()
+	})
 }
 
 func number(dp *NumberDataPoint) func(field) error {
