@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/weirhost/weir/sdk/plugintest"
@@ -37,11 +36,9 @@ var moduleDirs = map[string]string{
 }
 
 func TestMain(m *testing.M) {
-	var dirs []string
+	var dirs []string // a shared module's folder is named once per name, and built once
 	for _, d := range moduleDirs {
-		if d := filepath.Join("testdata", d); !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
+		dirs = append(dirs, filepath.Join("testdata", d))
 	}
 	built, err := plugintest.BuildDirs(context.Background(), dirs...)
 	if err != nil {

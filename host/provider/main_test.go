@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,11 +35,9 @@ var moduleDirs = map[string]string{
 }
 
 func TestMain(m *testing.M) {
-	var dirs []string
+	var dirs []string // a shared module's folder is named once per name, and built once
 	for _, d := range moduleDirs {
-		if !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
+		dirs = append(dirs, d)
 	}
 	built, err := plugintest.BuildDirs(context.Background(), dirs...)
 	if err != nil {

@@ -135,8 +135,9 @@ type Cache struct {
 
 // Build returns the path of the cached module of each package directory,
 // building the ones whose content hash is not cached yet: the first alone,
-// the rest in parallel. Processes sharing the directory build one at a
-// time (an flock on its .lock file), so each module is built once.
+// the rest in parallel. A directory named twice (or two with the same
+// content hash) is built once. Processes sharing the directory build one
+// at a time (an flock on its .lock file), so each module is built once.
 func (c *Cache) Build(ctx context.Context, dirs ...string) ([]string, error) {
 	if len(dirs) == 0 {
 		return nil, nil
@@ -153,10 +154,10 @@ func (c *Cache) Build(ctx context.Context, dirs ...string) ([]string, error) {
 		return nil, err
 	}
 	paths := make([]string, len(dirs))
-	var missing []int
+	var missing []int // one index per module to build: a directory named twice builds once
 	for i := range dirs {
 		paths[i] = filepath.Join(cacheDir, keys[i]+".wasm")
-		if _, err := os.Stat(paths[i]); err != nil {
+		if _, err := os.Stat(paths[i]); err != nil && !slices.ContainsFunc(missing, func(j int) bool { return paths[j] == paths[i] }) {
 			missing = append(missing, i)
 		}
 	}

@@ -80,9 +80,11 @@ func TestCache(t *testing.T) {
 	require.NotEqual(t, keys[1], changed[0], "a changed source file changes the key")
 
 	c := Cache{Dir: t.TempDir()}
-	paths, err := c.Build(ctx, "testdata/echo")
+	paths, err := c.Build(ctx, "testdata/echo", "testdata/echo")
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(c.Dir, keys[0]+".wasm"), paths[0])
+	require.Equal(t, paths[0], paths[1], "a directory named twice is one module")
+	paths = paths[:1]
 	info, err := os.Stat(paths[0])
 	require.NoError(t, err)
 	time.Sleep(10 * time.Millisecond)
