@@ -7,6 +7,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // MetricExporter sends metrics to an OTLP/HTTP endpoint, with the SDK's
@@ -77,8 +78,13 @@ func encodeMetrics(rm *metricdata.ResourceMetrics) []byte {
 			b.msg(2, func() { // ResourceMetrics.scope_metrics
 				b.msg(1, func() { writeScope(&b, sm.Scope) })
 				for _, m := range sm.Metrics {
-					if known(m.Data) {
-						b.msg(2, func() { writeMetric(&b, m) })
+					if n, data := metricData(&b, m.Data); n != 0 {
+						b.msg(2, func() { // ScopeMetrics.metrics
+							b.str(1, m.Name)
+							b.str(2, m.Description)
+							b.str(3, m.Unit)
+							b.msg(n, data) // the data oneof, last
+						})
 					}
 				}
 				b.str(3, sm.Scope.SchemaURL)
@@ -91,42 +97,30 @@ func encodeMetrics(rm *metricdata.ResourceMetrics) []byte {
 	return b
 }
 
-// known says whether the encoder writes aggregations of d's kind.
-func known(d metricdata.Aggregation) bool {
-	switch d.(type) {
-	case metricdata.Gauge[int64], metricdata.Gauge[float64], metricdata.Sum[int64], metricdata.Sum[float64],
-		metricdata.Histogram[int64], metricdata.Histogram[float64],
-		metricdata.ExponentialHistogram[int64], metricdata.ExponentialHistogram[float64]:
-		return true
-	}
-	return false
-}
-
-// writeMetric writes the fields of a Metric, its data the member of the
-// oneof that the aggregation's kind selects (Gauge 5, Sum 7, Histogram 9,
-// ExponentialHistogram 10).
-func writeMetric(b *buf, m metricdata.Metrics) {
-	b.str(1, m.Name)
-	b.str(2, m.Description)
-	b.str(3, m.Unit)
-	switch d := m.Data.(type) {
+// metricData returns the field of a Metric's data oneof that holds d's
+// kind (Gauge 5, Sum 7, Histogram 9, ExponentialHistogram 10) and the
+// function that writes its message into b; 0 for a kind the encoder does
+// not write.
+func metricData(b *buf, d metricdata.Aggregation) (protowire.Number, func()) {
+	switch d := d.(type) {
 	case metricdata.Gauge[int64]:
-		b.msg(5, func() { writeNumbers(b, d.DataPoints) })
+		return 5, func() { writeNumbers(b, d.DataPoints) }
 	case metricdata.Gauge[float64]:
-		b.msg(5, func() { writeNumbers(b, d.DataPoints) })
+		return 5, func() { writeNumbers(b, d.DataPoints) }
 	case metricdata.Sum[int64]:
-		b.msg(7, func() { writeNumbers(b, d.DataPoints); writeSumTail(b, d.Temporality, d.IsMonotonic) })
+		return 7, func() { writeNumbers(b, d.DataPoints); writeSumTail(b, d.Temporality, d.IsMonotonic) }
 	case metricdata.Sum[float64]:
-		b.msg(7, func() { writeNumbers(b, d.DataPoints); writeSumTail(b, d.Temporality, d.IsMonotonic) })
+		return 7, func() { writeNumbers(b, d.DataPoints); writeSumTail(b, d.Temporality, d.IsMonotonic) }
 	case metricdata.Histogram[int64]:
-		b.msg(9, func() { writeHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) })
+		return 9, func() { writeHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) }
 	case metricdata.Histogram[float64]:
-		b.msg(9, func() { writeHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) })
+		return 9, func() { writeHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) }
 	case metricdata.ExponentialHistogram[int64]:
-		b.msg(10, func() { writeExpHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) })
+		return 10, func() { writeExpHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) }
 	case metricdata.ExponentialHistogram[float64]:
-		b.msg(10, func() { writeExpHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) })
+		return 10, func() { writeExpHistograms(b, d.DataPoints); b.varint(2, temporality(d.Temporality)) }
 	}
+	return 0, nil
 }
 
 // writeSumTail writes a Sum's fields after its data points.
