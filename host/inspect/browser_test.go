@@ -184,13 +184,13 @@ func TestBrowserDemo(t *testing.T) {
 	srv := serveHTTP(t, shotFixture(t, "demo"))
 
 	// Sessions: a long name wraps inside the page.
-	within(t, ctx, navigate(srv.URL+"/"), waitVisible(css("table.sessions")))
+	within(t, ctx, navigate(srv.URL+"/"), waitVisible("table.sessions"))
 	require.Equal(t, "session-demo-1", jsEval[string](t, ctx, `document.querySelector("table.sessions tbody tr td:nth-child(2)").textContent`))
 	require.True(t, jsEval[bool](t, ctx, `document.querySelector("table.sessions").getBoundingClientRect().right <= document.documentElement.clientWidth`), "the table fits the window")
 	docShot(t, ctx, srv, "demo", "sessions.png", "/")
 
 	// Trajectory: the node 0 replacement is a collapsed card, never a bubble.
-	within(t, ctx, click(css(`a[href="/s/demo.jsonl/"]`)), waitVisible(css("#items")))
+	within(t, ctx, click(`a[href="/s/demo.jsonl/"]`), waitVisible("#items"))
 	waitFor(t, ctx, `document.getElementById("live-state").textContent === "live"`)
 	card := `document.querySelector("details.card.prompt.p-changed")`
 	require.True(t, jsEval[bool](t, ctx, card+` !== null`))
@@ -204,7 +204,7 @@ func TestBrowserDemo(t *testing.T) {
 	require.Equal(t, 5.0, jsEval[float64](t, ctx, `document.querySelectorAll(".bubble.user").length`), "one per turn")
 	docShot(t, ctx, srv, "demo", "trajectory.png", "/s/demo.jsonl/")
 
-	within(t, ctx, click(css(`details.p-changed > summary`)))
+	within(t, ctx, click(`details.p-changed > summary`))
 	require.True(t, jsEval[bool](t, ctx, card+`.open`))
 	require.Contains(t, jsEval[string](t, ctx, card+`.querySelector("pre.prompt-text").innerText`), "Answer like a pirate.")
 	require.Contains(t, jsEval[string](t, ctx, card+`.querySelector("pre.diff").innerText`), "+ Answer like a pirate.")
@@ -212,24 +212,24 @@ func TestBrowserDemo(t *testing.T) {
 	docShot(t, ctx, srv, "demo", "prompt-card.png", "/s/demo.jsonl/")
 
 	// The compaction card: its shadowed messages load when expanded.
-	within(t, ctx, click(css(`details.compaction > summary`)), click(css(`details.shadowed > summary`)))
+	within(t, ctx, click(`details.compaction > summary`), click(`details.shadowed > summary`))
 	waitFor(t, ctx, `document.querySelectorAll("details.shadowed .slot .it").length === 11`)
 	within(t, ctx, evalStep(`document.querySelector("details.compaction").scrollIntoView()`))
 	docShot(t, ctx, srv, "demo", "compaction.png", "/s/demo.jsonl/", jsEval[string](t, ctx, `document.querySelector("details.shadowed").dataset.src`))
 
 	// A request: its raw text is what host request --at prints.
-	within(t, ctx, click(css(`a.req[href$="requests?n=4"]`)), waitVisible(css("#pretty")))
+	within(t, ctx, click(`a.req[href$="requests?n=4"]`), waitVisible("#pretty"))
 	require.Equal(t, "Request 4 of 7", jsEval[string](t, ctx, `document.querySelector("h1").textContent`))
 	want := wire(t, path, 25)
 	require.Equal(t, pretty([]byte(strings.TrimSuffix(want, "\n"))), jsEval[string](t, ctx, `document.getElementById("pretty").textContent`))
-	within(t, ctx, click(byID("toggle-raw")), waitVisible(byID("raw")))
+	within(t, ctx, click("#toggle-raw"), waitVisible("#raw"))
 	require.Equal(t, strings.TrimSuffix(want, "\n"), jsEval[string](t, ctx, `document.getElementById("raw").innerText`))
 	require.True(t, jsEval[bool](t, ctx, `document.getElementById("pretty").hidden`))
-	within(t, ctx, click(byID("toggle-raw")))
+	within(t, ctx, click("#toggle-raw"))
 	docShot(t, ctx, srv, "demo", "request.png", "/s/demo.jsonl/requests?n=4")
 
 	// Tokens: the chart is drawn; a point opens its request.
-	within(t, ctx, navigate(srv.URL+"/s/demo.jsonl/tokens"), waitVisible(byID("chart")))
+	within(t, ctx, navigate(srv.URL+"/s/demo.jsonl/tokens"), waitVisible("#chart"))
 	require.Equal(t, 7.0, jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
 	require.Greater(t, jsEval[float64](t, ctx, `document.querySelector("#chart polyline.meter").getTotalLength()`), 100.0)
 	for _, sel := range []string{"line.window", "line.threshold", "line.mark.compaction", "line.mark.prompt"} {
@@ -248,13 +248,13 @@ func TestBrowserDemo(t *testing.T) {
 	within(t, ctx, clickXY(p.X, p.Y))
 	waitFor(t, ctx, `location.search === "?n=3" && document.querySelector("h1") && document.querySelector("h1").textContent === "Request 3 of 7"`)
 
-	within(t, ctx, navigate(srv.URL+"/s/demo.jsonl/tokens?scale=data"), waitVisible(byID("chart")))
+	within(t, ctx, navigate(srv.URL+"/s/demo.jsonl/tokens?scale=data"), waitVisible("#chart"))
 	require.Equal(t, 7.0, jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
 	screenshot(t, ctx, "tokens-data.png")
 
 	// The filter: Enter in the text box opens the filtered page.
-	within(t, ctx, navigate(srv.URL+"/s/demo.jsonl/"), waitVisible(byID("f-q")))
-	within(t, ctx, sendKeys(byID("f-q"), "pirate\r"))
+	within(t, ctx, navigate(srv.URL+"/s/demo.jsonl/"), waitVisible("#f-q"))
+	within(t, ctx, sendKeys("#f-q", "pirate\r"))
 	// The page's script is deferred: it attaches the filter's handlers only
 	// after parsing ends, so the next step waits for the load to complete.
 	waitFor(t, ctx, `location.search === "?q=pirate" && document.readyState === "complete"`)
@@ -281,9 +281,9 @@ func TestBrowserHostileLogRunsNothing(t *testing.T) {
 			"%s: no element came from the log", where)
 		require.Zero(t, dialogs.Load(), "%s: no dialog opened", where)
 	}
-	within(t, ctx, navigate(srv.URL+"/"), waitVisible(css("table.sessions")))
+	within(t, ctx, navigate(srv.URL+"/"), waitVisible("table.sessions"))
 	clean("sessions")
-	within(t, ctx, navigate(srv.URL+"/s/hostile.jsonl/"), waitVisible(css("#items")))
+	within(t, ctx, navigate(srv.URL+"/s/hostile.jsonl/"), waitVisible("#items"))
 	// Open every card, the compaction's shadowed messages too.
 	within(t, ctx, evalStep(`document.querySelectorAll("details").forEach(d => d.open = true)`))
 	waitFor(t, ctx, `document.querySelectorAll("details.shadowed .slot .it").length === 11`)
@@ -298,7 +298,7 @@ func TestBrowserHostileLogRunsNothing(t *testing.T) {
 	clean("trajectory")
 	screenshot(t, ctx, "hostile-trajectory.png")
 	for _, target := range []string{"/s/hostile.jsonl/requests?n=1", "/s/hostile.jsonl/tokens"} {
-		within(t, ctx, navigate(srv.URL+target), waitVisible(css("main")))
+		within(t, ctx, navigate(srv.URL+target), waitVisible("main"))
 		within(t, ctx, evalStep(`document.querySelectorAll("details").forEach(d => d.open = true)`))
 		time.Sleep(100 * time.Millisecond)
 		clean(target)
@@ -334,7 +334,7 @@ func TestBrowserLiveExact(t *testing.T) {
 		})
 	})
 
-	within(t, ctx, navigate(srv.URL+"/s/live.jsonl/"), waitVisible(css("#items")))
+	within(t, ctx, navigate(srv.URL+"/s/live.jsonl/"), waitVisible("#items"))
 	waitFor(t, ctx, `document.getElementById("live-state").textContent === "live"`)
 	within(t, ctx, evalStep(`window.__sameDocument = true`))
 
@@ -387,7 +387,7 @@ func TestBrowserLargeSession(t *testing.T) {
 	path := bigSession(t, t.TempDir(), 100_000)
 	srv := serveHTTP(t, Options{Files: []string{path}})
 
-	within(t, ctx, navigate(srv.URL+"/s/big.jsonl/"), waitVisible(css("#items")))
+	within(t, ctx, navigate(srv.URL+"/s/big.jsonl/"), waitVisible("#items"))
 	type timing struct{ Response, DOMContentLoaded, FirstContentfulPaint float64 }
 	tm := jsEval[timing](t, ctx, `(() => {
 		const n = performance.getEntriesByType("navigation")[0];
@@ -431,19 +431,19 @@ func TestBrowserBigViews(t *testing.T) {
 
 	type timing struct{ Response, Load float64 }
 	timings := `(() => { const n = performance.getEntriesByType("navigation")[0]; return {Response: n.responseEnd, Load: n.loadEventEnd}; })()`
-	within(t, ctx, navigate(srv.URL+"/s/big.jsonl/requests?n="+itoa(int64(n))), waitVisible(byID("body-cut")))
+	within(t, ctx, navigate(srv.URL+"/s/big.jsonl/requests?n="+itoa(int64(n))), waitVisible("#body-cut"))
 	tm := jsEval[timing](t, ctx, timings)
 	t.Logf("request with a 5 MB tool result: response end %.0f ms, load %.0f ms", tm.Response, tm.Load)
 	require.Less(t, jsEval[float64](t, ctx, `document.documentElement.outerHTML.length`), float64(256<<10), "a bounded page")
 	require.Contains(t, jsEval[string](t, ctx, `document.getElementById("body-cut").textContent`), "download the exact body")
 	docShot(t, ctx, srv, "big", "big-request.png", "/s/big.jsonl/requests?n="+itoa(int64(n)))
 
-	within(t, ctx, navigate(srv.URL+"/s/big.jsonl/#e"+itoa(seq)), waitVisible(css("#items")))
+	within(t, ctx, navigate(srv.URL+"/s/big.jsonl/#e"+itoa(seq)), waitVisible("#items"))
 	within(t, ctx, evalStep(`document.getElementById("e`+itoa(seq)+`").querySelector("details").open = true; document.getElementById("e`+itoa(seq)+`").scrollIntoView()`))
 	require.Equal(t, "/api/s/big.jsonl/events/"+itoa(seq)+"/text", jsEval[string](t, ctx, `document.getElementById("e`+itoa(seq)+`").querySelector(".cut a[download]").getAttribute("href")`))
 	docShot(t, ctx, srv, "big", "big-result.png", "/s/big.jsonl/")
 
-	within(t, ctx, navigate(srv.URL+"/s/big.jsonl~2/tokens"), waitVisible(byID("chart")))
+	within(t, ctx, navigate(srv.URL+"/s/big.jsonl~2/tokens"), waitVisible("#chart"))
 	require.Equal(t, float64(ChartColumns), jsEval[float64](t, ctx, `document.querySelectorAll("#chart a.point circle").length`))
 	require.Equal(t, float64(TableRows), jsEval[float64](t, ctx, `document.querySelectorAll("table.points tbody tr").length`))
 	docShot(t, ctx, srv, "big", "tokens-dense.png", "/s/big.jsonl~2/tokens")
@@ -493,7 +493,7 @@ func BenchmarkBrowserBigRequest(b *testing.B) {
 		before := metrics(c, tb)
 		start := time.Now()
 		require.NoError(b, navigate(url)(c, tb))
-		require.NoError(b, waitVisible(byID("body-cut"))(c, tb))
+		require.NoError(b, waitVisible("#body-cut")(c, tb))
 		load += time.Since(start)
 		after := metrics(c, tb)
 		for k := range names {

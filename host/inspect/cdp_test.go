@@ -319,10 +319,6 @@ func navigate(url string) step {
 	}
 }
 
-// css is a CSS selector; byID selects the element with that id.
-func css(sel string) string { return sel }
-func byID(id string) string { return "#" + id }
-
 // query is JavaScript for the first element sel selects.
 func query(sel string) string {
 	s, _ := json.Marshal(sel)
