@@ -265,6 +265,18 @@ func (r *Runtime) runCompile(ctx context.Context, key [32]byte, e *compileEntry,
 		mod wazero.CompiledModule
 		err error
 	}
+	// The deadline counts from before the compilation starts, and a result
+	// that arrives after it is late even when the select below sees the
+	// result first (a goroutine descheduled on a loaded machine).
+	var expired <-chan time.Time
+	var start time.Time
+	d := r.cfg.compileDeadline
+	if d > 0 {
+		start = time.Now()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expired = t.C
+	}
 	res := make(chan result, 1)
 	go func() {
 		mod, err := r.wz.CompileModule(cctx, wasm)
@@ -278,28 +290,31 @@ func (r *Runtime) runCompile(ctx context.Context, key [32]byte, e *compileEntry,
 		}
 		res <- result{mod, err}
 	}()
-	var expired <-chan time.Time
-	if d := r.cfg.compileDeadline; d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		expired = t.C
-	}
+	var x result
 	select {
-	case x := <-res:
-		e.mod, e.err = x.mod, x.err
-		if e.err != nil {
-			r.forget(key) // let a later load retry
+	case x = <-res:
+		if d == 0 || time.Since(start) < d {
+			e.mod, e.err = x.mod, x.err
+			if e.err != nil {
+				r.forget(key) // let a later load retry
+			}
+			close(e.done)
+			return
 		}
-		close(e.done)
 	case <-expired:
-		cancel()
-		e.err = &compileDeadlineError{r.cfg.compileDeadline}
-		close(e.done)
-		if x := <-res; x.mod != nil {
-			_ = x.mod.Close(context.WithoutCancel(ctx))
-		}
-		r.forget(key)
 	}
+	// Late: the waiting loads fail now; the compilation, told to stop,
+	// finishes in the background.
+	cancel()
+	e.err = &compileDeadlineError{d}
+	close(e.done)
+	if x.mod == nil && x.err == nil {
+		x = <-res
+	}
+	if x.mod != nil {
+		_ = x.mod.Close(context.WithoutCancel(ctx))
+	}
+	r.forget(key)
 }
 
 func (r *Runtime) forget(key [32]byte) {
