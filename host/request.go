@@ -2,8 +2,10 @@ package host
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/surface"
@@ -30,25 +32,49 @@ func logRequest(l *surface.Log, sessionID string) (*llm.Request, error) {
 	return &llm.Request{Config: h.Config, Messages: l.Messages(), Tools: h.Tools, SessionID: sessionID}, nil
 }
 
-// cloneRequest copies the messages of a request of logRequest's, as
-// cloneMessage copies each, from three allocations: the messages, the
-// pointers to them and every block, nested content included. Each block
-// list is capped at its length, so appending to one cannot reach another.
+// cloneRequest copies a request of logRequest's deeply: nothing a
+// consumer can change in the copy (a message or block, nested content, an
+// unknown member's or a tool's bytes, the config's pointers and stop list)
+// reaches the log's request. Strings are immutable and shared. The copy
+// takes four allocations: the messages, the pointers to them, every block
+// and every byte. Each block list is capped at its length, so appending to
+// one cannot reach another.
 func cloneRequest(r *llm.Request) *llm.Request {
 	c := *r
-	n := 0
+	n, size := 0, 0
 	for _, m := range r.Messages {
-		bn, _ := blocksSize(m.Content)
-		n += bn
+		size += len(m.Unknown) + len(m.Source.Unknown)
+		bn, bs := blocksSize(m.Content)
+		n, size = n+bn, size+bs
 	}
-	a := arena{blocks: make([]surface.Block, 0, n)}
+	for _, t := range r.Tools {
+		size += len(t)
+	}
+	a := arena{blocks: make([]surface.Block, 0, n), bytes: make([]byte, 0, size)}
 	msgs := make([]surface.Message, len(r.Messages))
 	c.Messages = make([]*surface.Message, len(r.Messages))
 	for i, m := range r.Messages {
 		msgs[i] = *m
-		msgs[i].Content = a.copyBlocks(m.Content, false)
+		msgs[i].Unknown = a.value(m.Unknown)
+		msgs[i].Source.Unknown = a.value(m.Source.Unknown)
+		msgs[i].Content = a.copyBlocks(m.Content)
 		c.Messages[i] = &msgs[i]
 	}
+	if r.Tools != nil {
+		c.Tools = make([]jsontext.Value, len(r.Tools))
+		for i, t := range r.Tools {
+			c.Tools[i] = a.value(t)
+		}
+	}
+	if t := r.Config.Temperature; t != nil {
+		v := *t
+		c.Config.Temperature = &v
+	}
+	if m := r.Config.MaxTokens; m != nil {
+		v := *m
+		c.Config.MaxTokens = &v
+	}
+	c.Config.Stop = slices.Clone(r.Config.Stop)
 	return &c
 }
 

@@ -11,75 +11,27 @@ import (
 )
 
 // sentRequest is what the loop dispatched for an attempt: the encoded
-// body and a private copy of the request it was encoded from. The model
-// and the interceptors are handed the request, never the copy, so the
-// copy still says what was sent when they return.
+// body and the request it was encoded from, which is the log's own
+// (logRequest: the log's messages, header config and tools). The model
+// and the interceptors are handed a deep copy of it (cloneRequest), never
+// the log's, so the log's request still says what was sent when they
+// return, and no second copy is needed to know it.
 //
 // Encoding is a pure function of the request's fields: a request equal to
-// the copy field by field encodes to the body, and unchanged checks that
+// the log's field by field encodes to the body, and unchanged checks that
 // without encoding it again. Strings are immutable and shared with the
-// copy, so comparing them is comparing pointers; every mutable part (the
-// message and block values, the config's pointers and stop list, the
-// tools' and unknown members' bytes) is copied. A request that differs
-// from the copy is encoded and its bytes compared with the body, so a
-// change that leaves the body as it was still passes, as it always has.
+// copy, so comparing them is comparing pointers. A request that differs
+// is encoded and its bytes compared with the body, so a change that
+// leaves the body as it was still passes, as it always has.
 type sentRequest struct {
-	body    []byte
-	nilMsg  bool // the request held a nil message: no request is the same
-	cfg     surface.CallConfig
-	temp    float64
-	maxTok  int64
-	msgs    []surface.Message
-	tools   []jsontext.Value
-	session string
-	api     llm.API
-	encoder int
+	body []byte
+	req  *llm.Request // the log's, read only
 }
 
-// newSentRequest copies req, whose body is body.
+// newSentRequest records that body was encoded from req, a request of
+// logRequest's that nothing else is handed.
 func newSentRequest(req *llm.Request, body []byte) *sentRequest {
-	s := &sentRequest{body: body, cfg: req.Config, session: req.SessionID, api: req.API, encoder: req.Encoder}
-	if t := req.Config.Temperature; t != nil {
-		s.temp = *t
-		s.cfg.Temperature = &s.temp
-	}
-	if m := req.Config.MaxTokens; m != nil {
-		s.maxTok = *m
-		s.cfg.MaxTokens = &s.maxTok
-	}
-	s.cfg.Stop = slices.Clone(req.Config.Stop)
-	n, size := 0, 0
-	for _, m := range req.Messages {
-		if m == nil {
-			continue
-		}
-		size += len(m.Unknown) + len(m.Source.Unknown)
-		bn, bs := blocksSize(m.Content)
-		n, size = n+bn, size+bs
-	}
-	for _, t := range req.Tools {
-		size += len(t)
-	}
-	a := arena{blocks: make([]surface.Block, 0, n), bytes: make([]byte, 0, size)}
-	s.msgs = make([]surface.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		if m == nil {
-			s.nilMsg = true
-			continue
-		}
-		c := *m
-		c.Unknown = a.value(m.Unknown)
-		c.Source.Unknown = a.value(m.Source.Unknown)
-		c.Content = a.copyBlocks(m.Content, true)
-		s.msgs[i] = c
-	}
-	if req.Tools != nil {
-		s.tools = make([]jsontext.Value, len(req.Tools))
-		for i, t := range req.Tools {
-			s.tools[i] = a.value(t)
-		}
-	}
-	return s
+	return &sentRequest{body: body, req: req}
 }
 
 // blocksSize counts bs's blocks and their unknown members' bytes, nested
@@ -92,8 +44,8 @@ func blocksSize(bs []surface.Block) (n, size int) {
 	return n, size
 }
 
-// arena hands out the copies of one sentRequest (blocks and bytes) or of one
-// cloneRequest (blocks) from one allocation each.
+// arena hands out the copies of one cloneRequest, blocks and bytes, from
+// one allocation each.
 type arena struct {
 	blocks []surface.Block
 	bytes  []byte
@@ -108,10 +60,9 @@ func (a *arena) value(v jsontext.Value) jsontext.Value {
 	return a.bytes[at:len(a.bytes):len(a.bytes)]
 }
 
-// copyBlocks copies bs, nested content included, into the arena's blocks;
-// with ownBytes the unknown members' bytes are copied too, else shared (as
-// surface.CloneBlocks shares them).
-func (a *arena) copyBlocks(bs []surface.Block, ownBytes bool) []surface.Block {
+// copyBlocks copies bs, nested content and unknown members' bytes
+// included, into the arena.
+func (a *arena) copyBlocks(bs []surface.Block) []surface.Block {
 	if bs == nil {
 		return nil
 	}
@@ -119,10 +70,8 @@ func (a *arena) copyBlocks(bs []surface.Block, ownBytes bool) []surface.Block {
 	a.blocks = append(a.blocks, bs...)
 	out := a.blocks[at:len(a.blocks):len(a.blocks)]
 	for i := range out {
-		if ownBytes {
-			out[i].Unknown = a.value(bs[i].Unknown)
-		}
-		out[i].Content = a.copyBlocks(bs[i].Content, ownBytes)
+		out[i].Unknown = a.value(bs[i].Unknown)
+		out[i].Content = a.copyBlocks(bs[i].Content)
 	}
 	return out
 }
@@ -136,21 +85,22 @@ func (s *sentRequest) unchanged(req *llm.Request) bool {
 	return err == nil && bytes.Equal(s.body, after)
 }
 
-// same reports whether req equals the copy field by field.
+// same reports whether req equals the log's request field by field.
 func (s *sentRequest) same(req *llm.Request) bool {
-	if req == nil || s.nilMsg || req.SessionID != s.session || req.API != s.api || req.Encoder != s.encoder ||
-		!sameConfig(&req.Config, &s.cfg) || len(req.Messages) != len(s.msgs) || len(req.Tools) != len(s.tools) ||
-		(req.Tools == nil) != (s.tools == nil) {
+	o := s.req
+	if req == nil || req.SessionID != o.SessionID || req.API != o.API || req.Encoder != o.Encoder ||
+		!sameConfig(&req.Config, &o.Config) || len(req.Messages) != len(o.Messages) || len(req.Tools) != len(o.Tools) ||
+		(req.Tools == nil) != (o.Tools == nil) {
 		return false
 	}
 	for i, t := range req.Tools {
-		if !bytes.Equal(t, s.tools[i]) {
+		if !bytes.Equal(t, o.Tools[i]) {
 			return false
 		}
 	}
 	for i, m := range req.Messages {
-		c := &s.msgs[i]
-		if m == nil || m.ID != c.ID || m.Role != c.Role || m.Source.Kind != c.Source.Kind ||
+		c := o.Messages[i]
+		if m == nil || c == nil || m.ID != c.ID || m.Role != c.Role || m.Source.Kind != c.Source.Kind ||
 			m.Source.Plugin != c.Source.Plugin || m.Source.Provider != c.Source.Provider ||
 			m.Source.Model != c.Source.Model || m.Source.CallID != c.Source.CallID ||
 			!sameValue(m.Unknown, c.Unknown) || !sameValue(m.Source.Unknown, c.Source.Unknown) ||

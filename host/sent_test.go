@@ -77,11 +77,15 @@ func TestSentRequestUnchanged(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req := sentFixture()
-			body, err := llm.EncodeRequest(req)
+			// The loop records the log's request and hands the model a
+			// copy of it.
+			orig := sentFixture()
+			body, err := llm.EncodeRequest(orig)
 			require.NoError(t, err)
-			snap := newSentRequest(req, body)
+			snap := newSentRequest(orig, body)
+			req := cloneRequest(orig)
 			tc.change(req)
+			require.True(t, reflect.DeepEqual(sentFixture(), orig), "the change reached the log's request")
 			after, err := llm.EncodeRequest(req)
 			require.NoError(t, err)
 			require.Equal(t, tc.changes, string(after) != string(body), "the fixture's change")

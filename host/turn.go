@@ -307,7 +307,7 @@ func (a *Agent) attempt(ctx context.Context, turn, step int64, startsRequestSeri
 	}
 	req := cloneRequest(lr)
 	modified := false
-	snap := newSentRequest(req, sent)
+	snap := newSentRequest(lr, sent)
 	cctx, chat := a.tel.startChat(ctx, cfg, a.at)
 	cctx = context.WithValue(cctx, sentBodyKey{}, snap)
 	result, serr := a.modelChain(snap, &modified)(cctx, req, a.onDelta)

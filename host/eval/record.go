@@ -27,6 +27,7 @@ package eval
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -133,33 +134,46 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 	// (at its settlement, as host.Requests rebuilds it) and each recorded
 	// summarize call's request are rebuilt from, folded once for the walk.
 	fold := surface.New()
-	var enc llm.EncodeCache
+	// The walk itself folds the log and reads the small events; what each
+	// reply needs from its (large) settlement and the encoding of each
+	// request go to a worker, in order, on another goroutine.
+	w := newRecordWorker()
+	defer w.stop()
 	admitted := false // events[i-1] is in the fold already
 	for i := range events {
 		ev := events[i]
 		if i > 0 && !admitted {
 			if err := fold.Admit(events[i-1]); err != nil {
-				return nil, fmt.Errorf("eval: seq %d: %w", events[i-1].Seq, err)
+				return w.fail(events[i-1].Seq, err)
 			}
 		}
 		admitted = false
+		// A message the walk reads is read from the fold, which decodes
+		// it once for the walk and the requests after it.
+		var msg *surface.Message
+		switch ev.Type {
+		case surface.TypeSystemMessage, surface.TypeUserMessage, surface.TypeToolResult:
+			if err := fold.Admit(ev); err != nil {
+				return w.fail(ev.Seq, err)
+			}
+			admitted = true
+			msg, _ = fold.Message(ev.Seq)
+		}
 		if ev.Type == surface.TypeAssistantMessage || ev.Type == surface.TypeAssistantAttempt {
 			h := fold.Header()
 			if h == nil {
 				_, err := host.BuildRequest(fold, sessionID)
-				return nil, fmt.Errorf("eval: the recorded requests do not rebuild: %w", err)
+				return w.fail(ev.Seq, fmt.Errorf("the recorded requests do not rebuild: %w", err))
 			}
 			// host.BuildRequest's request, holding the fold's own messages
-			// (it is only encoded), which the cache knows from the last one.
-			body, err := enc.EncodeRequest(&llm.Request{Config: h.Config, Messages: fold.Messages(), Tools: h.Tools, SessionID: sessionID})
-			if err != nil {
-				return nil, fmt.Errorf("eval: request at seq %d: %w", ev.Seq, err)
-			}
-			rec.Requests = append(rec.Requests, body)
+			// (immutable once committed, and decoded here), which the
+			// worker's cache knows from the last one.
+			w.jobs <- recordJob{request: &llm.Request{Config: h.Config, Messages: fold.Messages(), Tools: h.Tools, SessionID: sessionID}, seq: ev.Seq}
+			rec.Requests = append(rec.Requests, nil)
 			// The settlement's message is read from the fold, which
 			// decodes it once for this reply and the requests after it.
 			if err := fold.Admit(ev); err != nil {
-				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+				return w.fail(ev.Seq, err)
 			}
 			admitted = true
 		}
@@ -169,7 +183,7 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 				Turn int64 `json:"turn"`
 			}
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+				return w.fail(ev.Seq, err)
 			}
 			rec.Turns = append(rec.Turns, Turn{N: d.Turn, CompactBefore: pendingCmp,
 				FirstReply: len(rec.Replies), FirstTool: len(rec.ToolResults), FirstStep: len(rec.StepPrompts)})
@@ -190,13 +204,12 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 			step = d.Step
 			rec.StepPrompts = append(rec.StepPrompts, cur)
 		case surface.TypeSystemMessage:
-			var d surface.StepMessage
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+			if msg == nil {
+				return w.fail(ev.Seq, errors.New("the system message is not on the surface"))
 			}
-			cur = surface.TextOf(d.Message.Content)
+			cur = surface.TextOf(msg.Content)
 			if rec.PromptPlugin == "" {
-				rec.PromptPlugin = d.Message.Source.Plugin
+				rec.PromptPlugin = msg.Source.Plugin
 			}
 			if n := len(rec.StepPrompts); n > 0 && turn != nil {
 				rec.StepPrompts[n-1] = cur
@@ -205,19 +218,18 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 			if ev.Op.Kind != surface.OpAppend || turn == nil {
 				continue
 			}
-			var m surface.Message
-			if err := json.Unmarshal(ev.Data, &m); err != nil {
-				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+			if msg == nil {
+				return w.fail(ev.Seq, errors.New("the user message is not on the surface"))
 			}
 			if step <= 1 {
-				turn.Messages = append(turn.Messages, &m)
+				turn.Messages = append(turn.Messages, msg)
 			} else if n := len(rec.Replies); n > turn.FirstReply {
-				rec.Replies[n-1].Inject = append(rec.Replies[n-1].Inject, &m)
+				rec.Replies[n-1].Inject = append(rec.Replies[n-1].Inject, msg)
 			}
 		case surface.TypeRequestHeader:
 			var d surface.HeaderEvent
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+				return w.fail(ev.Seq, err)
 			}
 			header = d.Header
 			if rec.Route.Provider == "" {
@@ -239,11 +251,8 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 			}
 		case surface.TypeAssistantMessage, surface.TypeAssistantAttempt:
 			m, _ := fold.Message(ev.Seq)
-			r, err := reply(ev, m, header, window)
-			if err != nil {
-				return nil, err
-			}
-			rec.Replies = append(rec.Replies, r)
+			w.jobs <- recordJob{reply: ev, message: m, seq: ev.Seq}
+			rec.Replies = append(rec.Replies, Reply{Config: header.Config, Tools: header.Tools, Window: window})
 		case surface.TypeToolCall:
 			var d struct {
 				ID   string `json:"callId"`
@@ -256,12 +265,11 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 			if ev.Op.Kind != surface.OpAppend {
 				continue
 			}
-			var d surface.StepMessage
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
+			if msg == nil {
+				return w.fail(ev.Seq, errors.New("the tool result is not on the surface"))
 			}
 			tr := ToolResult{}
-			for _, b := range d.Message.Content {
+			for _, b := range msg.Content {
 				if b.Type == surface.BlockToolResult {
 					tr.Name, tr.Content, tr.IsError = callNames[b.ToolCallID], b.Content, b.IsError
 					break
@@ -302,6 +310,9 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 			}
 		}
 	}
+	if err := w.finish(rec); err != nil {
+		return nil, err
+	}
 	if turn != nil {
 		// The log ends within a turn (the process stopped): the turn has
 		// the replies recorded so far and no ending.
@@ -318,8 +329,94 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 	return rec, nil
 }
 
-// reply reads settlement ev; m is its message (nil for an attempt).
-func reply(ev surface.Event, m *surface.Message, h surface.Header, window int64) (Reply, error) {
+// recordJob is a request to encode or a settlement to read.
+type recordJob struct {
+	request *llm.Request
+	reply   surface.Event
+	message *surface.Message // the settlement's, nil for an attempt
+	seq     int64
+}
+
+// recordWorker encodes the recorded requests and reads the settlements
+// in log order, one job at a time, beside the walk that folds the log.
+type recordWorker struct {
+	jobs     chan recordJob
+	done     chan struct{}
+	requests [][]byte
+	replies  []Reply // Turn, Step, Result and Err
+	err      error   // the first failure, with the seq it names
+	errSeq   int64
+}
+
+func newRecordWorker() *recordWorker {
+	w := &recordWorker{jobs: make(chan recordJob, 64), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+func (w *recordWorker) run() {
+	defer close(w.done)
+	var enc llm.EncodeCache
+	for j := range w.jobs {
+		if w.err != nil {
+			continue
+		}
+		if j.request != nil {
+			body, err := enc.EncodeRequest(j.request)
+			if err != nil {
+				w.err, w.errSeq = fmt.Errorf("eval: request at seq %d: %w", j.seq, err), j.seq
+			}
+			w.requests = append(w.requests, body)
+			continue
+		}
+		r, err := reply(j.reply, j.message)
+		if err != nil {
+			w.err, w.errSeq = err, j.seq
+		}
+		w.replies = append(w.replies, r)
+	}
+}
+
+// stop ends the worker (a no-op after finish).
+func (w *recordWorker) stop() {
+	select {
+	case <-w.done:
+	default:
+		close(w.jobs)
+		<-w.done
+	}
+}
+
+// fail ends the walk at seq with err, unless the worker failed at an
+// earlier seq: the error is the one a walk in one goroutine would meet
+// first.
+func (w *recordWorker) fail(seq int64, err error) (*Recording, error) {
+	w.stop()
+	if w.err != nil && w.errSeq < seq {
+		return nil, w.err
+	}
+	return nil, fmt.Errorf("eval: seq %d: %w", seq, err)
+}
+
+// finish waits for the worker and completes rec's requests and replies
+// with what it made.
+func (w *recordWorker) finish(rec *Recording) error {
+	close(w.jobs)
+	<-w.done
+	if w.err != nil {
+		return w.err
+	}
+	copy(rec.Requests, w.requests)
+	for i, r := range w.replies {
+		p := &rec.Replies[i]
+		p.Turn, p.Step, p.Result, p.Err = r.Turn, r.Step, r.Result, r.Err
+	}
+	return nil
+}
+
+// reply reads settlement ev's turn, step, result and failure; m is its
+// message (nil for an attempt).
+func reply(ev surface.Event, m *surface.Message) (Reply, error) {
 	var d struct {
 		Turn   int64          `json:"turn"`
 		Step   int64          `json:"step"`
@@ -329,7 +426,7 @@ func reply(ev surface.Event, m *surface.Message, h surface.Header, window int64)
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
 		return Reply{}, fmt.Errorf("eval: seq %d: %w", ev.Seq, err)
 	}
-	r := Reply{Turn: d.Turn, Step: d.Step, Config: h.Config, Tools: h.Tools, Window: window}
+	r := Reply{Turn: d.Turn, Step: d.Step}
 	if ev.Type == surface.TypeAssistantAttempt {
 		res, info, err := llm.ReassembleInfo(d.Stream)
 		if err != nil || res == nil {
