@@ -3,13 +3,16 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -68,6 +71,7 @@ func evalCmd(e *env, args []string) error {
 	prices := fs.String("prices", "", "the price table in dollars per million tokens, hit=X,miss=Y,output=Z (default: eval.prices in the configuration, else DeepSeek's: hit=0.028,miss=0.28,output=0.42)")
 	sumRoute := fs.String("summarize-route", "", "a configured route whose model writes the summaries the recording lacks (this reaches the network); default none: an offline extractive summary")
 	maxSum := fs.Int("max-summaries", 10, "with --summarize-route: at most this many model calls per set; the rest are extractive")
+	jobs := fs.Int("jobs", goruntime.GOMAXPROCS(0), "replay at most this many sets at once (default: the CPUs Go uses); plugin times are wall times, which grow when sets share a CPU: use --jobs 1 to compare them")
 	fs.String("log-level", "", "log level: trace, debug, info, warn, error, off (logs go to standard error)")
 	fs.String("log-format", "", "log format: text or json")
 	pos, err := parseArgs(fs, args)
@@ -76,6 +80,9 @@ func evalCmd(e *env, args []string) error {
 	}
 	if len(pos) != 1 {
 		return usagef("usage: %[1]s eval [flags] SESSION", prog)
+	}
+	if *jobs < 1 {
+		return usagef("--jobs %d: replay at least one set at a time", *jobs)
 	}
 	opts := eval.Options{Probes: probes}
 	if *probeFile != "" {
@@ -117,42 +124,58 @@ func evalCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rec, err := eval.Record(ld.id, ld.log.Events())
-	if err != nil {
+	// The session is recorded while the sets' plugins load (replaySets).
+	var rec *eval.Recording
+	var recErr error
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		rec, recErr = eval.Record(ld.id, ld.log.Events())
+	}()
+	defer func() { <-recorded }()
+	record := func() (*eval.Recording, error) {
+		<-recorded
+		return rec, recErr
+	}
+	// fail is err, unless the recording failed: its error comes first, as
+	// when nothing ran beside it.
+	fail := func(err error) error {
+		if _, rerr := record(); rerr != nil {
+			return rerr
+		}
 		return err
 	}
 	if *sumRoute != "" {
 		cfg, _, err := config.Load(config.Options{File: *configFile, Flags: append(logFlags, config.Flag{Name: "summarize-route", Key: "model", Value: *sumRoute})})
 		if err != nil {
-			return configError(e, "eval", err)
+			return fail(configError(e, "eval", err))
 		}
 		r, err := (&runOptions{}).open(cfg, log)
 		if err != nil {
-			return fmt.Errorf("--summarize-route %s: %w", *sumRoute, err)
+			return fail(fmt.Errorf("--summarize-route %s: %w", *sumRoute, err))
 		}
 		opts.Summaries = eval.SummaryOptions{Model: r.Model, MaxCalls: *maxSum}
 	}
 	if len(sets) == 0 {
 		sets = setFlag{{name: "baseline"}}
 	}
-	ctx, interrupted, stop := interrupts(e)
-	defer stop()
-	var results []*eval.Result
-	for _, ns := range sets {
-		cfg := base
+	cfgs := make([]*config.Config, len(sets))
+	for i, ns := range sets {
+		cfgs[i] = base
 		if ns.file != "" {
-			if cfg, _, err = config.Load(config.Options{File: ns.file, Flags: logFlags}); err != nil {
-				return fmt.Errorf("set %q: %w", ns.name, explain(err))
+			if cfgs[i], _, err = config.Load(config.Options{File: ns.file, Flags: logFlags}); err != nil {
+				return fail(fmt.Errorf("set %q: %w", ns.name, explain(err)))
 			}
 		}
-		res, err := replaySet(ctx, e, cfg, rec, ns, opts, log)
-		if interrupted() {
-			return &exitStatus{code: 130, msg: "interrupted: the replay was cancelled; nothing was written"}
-		}
-		if err != nil {
-			return err
-		}
-		results = append(results, res)
+	}
+	ctx, interrupted, stop := interrupts(e)
+	defer stop()
+	results, err := replaySets(ctx, e, cfgs, eval.RecordedRoute(ld.log.Events()), record, sets, opts, log, *jobs)
+	if interrupted() {
+		return &exitStatus{code: 130, msg: "interrupted: the replay was cancelled; nothing was written"}
+	}
+	if err != nil {
+		return fail(err)
 	}
 	elapsed := time.Since(started)
 	if *chart != "" {
@@ -190,18 +213,70 @@ func orDefault(p eval.Prices) eval.Prices {
 	return p
 }
 
-// replaySet loads a set's plugins and replays the recording through them.
-func replaySet(ctx context.Context, e *env, cfg *config.Config, rec *eval.Recording, ns namedSet, opts eval.Options, log hclog.Logger) (*eval.Result, error) {
+// replaySets replays the recording through the sets, at most jobs at
+// once, and returns their results in the sets' order. A set that fails
+// stops the others; the error is that of the first set, in order, that
+// failed of its own accord.
+func replaySets(ctx context.Context, e *env, cfgs []*config.Config, route host.Route, record func() (*eval.Recording, error), sets setFlag, opts eval.Options, log hclog.Logger, jobs int) ([]*eval.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	bars := newSetBars(statusOf(e.stderr), len(sets))
+	defer bars.clear()
+	results := make([]*eval.Result, len(sets))
+	errs := make([]error, len(sets))
+	slots := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	for i, ns := range sets {
+		slots <- struct{}{} // the sets start in order
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return
+			}
+			o := opts
+			o.Progress = bars.progress(i, ns.name)
+			if results[i], errs[i] = replaySet(ctx, e, cfgs[i], route, record, ns, o, log); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return results, nil
+}
+
+// replaySet loads a set's plugins for route and replays the recording
+// through them once record has it. The result's LoadMs is the time the
+// loading took.
+func replaySet(ctx context.Context, e *env, cfg *config.Config, route host.Route, record func() (*eval.Recording, error), ns namedSet, opts eval.Options, log hclog.Logger) (*eval.Result, error) {
 	// The plugins are adapted to the recorded route, as run does for the
 	// selected one: the meter prices it with the route's tokenizer, not
 	// the report's (--tokenizer changes the report's counting only). No
 	// meter state cache: eval writes nothing outside its output, and the
 	// cache entry of the recorded session is not the replay's.
-	h, err := newHostWith(ctx, e, cfg, &setup.Route{Route: rec.Route, Tokenizer: eval.RouteCounter(rec.Route).Name()}, log, nil, false)
+	loading := time.Now()
+	h, err := newHostWith(ctx, e, cfg, &setup.Route{Route: route, Tokenizer: eval.RouteCounter(route).Name()}, log, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("set %q: %w", ns.name, err)
 	}
 	defer closeHost(ctx, e, h)
+	loaded := time.Since(loading)
+	rec, err := record()
+	if err != nil {
+		return nil, err
+	}
 	s := eval.Set{Name: ns.name, Baseline: ns.file == "", Providers: func(sess *host.Session) ([]host.CompactionProvider, host.Meter, error) {
 		p, err := h.Providers(sess)
 		if err != nil {
@@ -209,25 +284,64 @@ func replaySet(ctx context.Context, e *env, cfg *config.Config, rec *eval.Record
 		}
 		return p.Compactors, p.Meter, nil
 	}}
-	if st := statusOf(e.stderr); st != nil {
-		opts.Progress = progressBar(st, ns.name)
-		defer st.Clear()
+	res, err := eval.Replay(ctx, rec, s, opts)
+	if err != nil {
+		return nil, err
 	}
-	return eval.Replay(ctx, rec, s, opts)
+	res.Totals.LoadMs = loaded.Milliseconds()
+	return res, nil
 }
 
-// progressBar draws a set's bar as the terminal's status line, at most
-// ten times a second; log lines written meanwhile go above it.
-func progressBar(st *status, name string) func(done, total int) {
-	last := time.Time{}
+// setBars draws the bars of the sets being replayed as the terminal's
+// status line, at most ten times a second; log lines written meanwhile go
+// above it. A lone set has its full bar (barLine); several share the line,
+// each with its count.
+type setBars struct {
+	st    *status
+	mu    sync.Mutex
+	names []string
+	done  []int
+	total []int
+	last  time.Time
+}
+
+func newSetBars(st *status, n int) *setBars {
+	return &setBars{st: st, names: make([]string, n), done: make([]int, n), total: make([]int, n)}
+}
+
+// progress is set i's eval.Options.Progress (nil without a terminal).
+func (b *setBars) progress(i int, name string) func(done, total int) {
+	if b.st == nil {
+		return nil
+	}
 	return func(done, total int) {
-		if total == 0 || (done < total && time.Since(last) < 100*time.Millisecond) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.names[i], b.done[i], b.total[i] = name, done, total
+		if total == 0 || (done < total && time.Since(b.last) < 100*time.Millisecond) {
 			return
 		}
-		last = time.Now()
-		st.Set(barLine(name, done, total))
+		b.last = time.Now()
+		var running []string
+		lone := -1
+		for j, n := range b.names {
+			if n != "" && b.done[j] < b.total[j] {
+				running = append(running, fmt.Sprintf("%s %d/%d", n, b.done[j], b.total[j]))
+				lone = j
+			}
+		}
+		switch len(running) {
+		case 0:
+			b.st.Set(barLine(name, done, total))
+		case 1:
+			b.st.Set(barLine(b.names[lone], b.done[lone], b.total[lone]))
+		default:
+			b.st.Set(strings.Join(running, " · ") + " requests")
+		}
 	}
 }
+
+func (b *setBars) clear() { b.st.Clear() }
 
 func readProbes(path string) ([]string, error) {
 	f, err := os.Open(path)
@@ -328,6 +442,7 @@ func printEval(w io.Writer, path, chosen string, rec *eval.Recording, results []
 	row("peak input tokens", func(r *eval.Result) string { return strconv.FormatInt(r.Totals.PeakTokens, 10) })
 	row("requests over the window", func(r *eval.Result) string { return strconv.Itoa(r.Totals.OverWindow) })
 	row("plugin time", func(r *eval.Result) string { return (time.Duration(r.Totals.PluginMs) * time.Millisecond).String() })
+	row("plugin time, loading", func(r *eval.Result) string { return (time.Duration(r.Totals.LoadMs) * time.Millisecond).String() })
 	row("plugin failures", func(r *eval.Result) string { return strconv.Itoa(r.Totals.PluginFailures) })
 	row("est. cost $", func(r *eval.Result) string { return fmt.Sprintf("%.6f", r.Totals.Cost.Total) })
 	row("  cache hit", func(r *eval.Result) string { return fmt.Sprintf("%.6f", r.Totals.Cost.CacheHit) })

@@ -47,6 +47,28 @@ func TestEvalCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(svg), "<svg")
 
+	// The sets replay at once (--jobs defaults to the CPUs Go uses); one
+	// at a time, they report the same.
+	one := runHost(t, dir, "", "eval", file, "--set", "baseline=", "--set", "low="+low, "--json", "--probe", "embed/", "--jobs", "1")
+	require.Equal(t, 0, one.code, one.stderr)
+	var oneOut evalJSON
+	require.NoError(t, json.Unmarshal([]byte(one.stdout), &oneOut))
+	for i := range out.Sets {
+		out.Sets[i].Totals.PluginMs, oneOut.Sets[i].Totals.PluginMs = 0, 0 // times
+		out.Sets[i].Totals.LoadMs, oneOut.Sets[i].Totals.LoadMs = 0, 0
+	}
+	require.Equal(t, out.Sets, oneOut.Sets)
+
+	// A set whose plugin does not load fails the command with its name,
+	// whichever set is running beside it.
+	broken := filepath.Join(dir, "broken.yaml")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "garbage.wasm"), []byte("not a module"), 0o644))
+	require.NoError(t, os.WriteFile(broken, []byte("plugins:\n  - name: garbage\n    path: garbage.wasm\n    role: compaction\n"), 0o644))
+	bad := runHost(t, dir, "", "eval", file, "--set", "baseline=", "--set", "broken="+broken, "--jobs", "2")
+	require.Equal(t, 1, bad.code, bad.stderr)
+	require.Contains(t, bad.stderr, `set "broken"`)
+	require.Empty(t, bad.stdout)
+
 	// --tokenizer changes the counting, not the baseline.
 	tok := runHost(t, dir, "", "eval", file, "--tokenizer", "deepseek-v3", "--json")
 	require.Equal(t, 0, tok.code, tok.stderr)
@@ -73,6 +95,7 @@ func TestEvalCommand(t *testing.T) {
 		{"eval", file, "--chart", "x.gif"},
 		{"eval", file, "--prices", "hit=x"},
 		{"eval", file, "--tokenizer", "nope"},
+		{"eval", file, "--jobs", "0"},
 		{"eval", file, "--chart", filepath.Join(dir, "missing", "chart.svg")},
 	} {
 		r := runHost(t, dir, "", bad...)

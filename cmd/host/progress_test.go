@@ -69,7 +69,7 @@ func TestLogLinesNeverBreakTheBar(t *testing.T) {
 			term := &fakeTerminal{}
 			st := newStatus(term)
 			log := newLogger(config.Log{Level: "warn", Format: format}, st)
-			bar := progressBar(st, "baseline")
+			bar := newSetBars(st, 1).progress(0, "baseline")
 			bar(1, 4)
 			log.Warn("plugin slow", "plugin", "compaction-basic")
 			lines, cur := term.screen()
@@ -90,6 +90,32 @@ func TestLogLinesNeverBreakTheBar(t *testing.T) {
 			require.Empty(t, cur, "no bar after Clear")
 		})
 	}
+}
+
+// TestSetBarsShareTheLine: sets replayed at once share the status line,
+// each with its count; the last one running has its full bar again.
+func TestSetBarsShareTheLine(t *testing.T) {
+	t.Parallel()
+	term := &fakeTerminal{}
+	st := newStatus(term)
+	bars := newSetBars(st, 2)
+	a, b := bars.progress(0, "baseline"), bars.progress(1, "low")
+	a(4, 4) // a set's last request always draws
+	_, cur := term.screen()
+	require.Equal(t, barLine("baseline", 4, 4), cur)
+	a(1, 4)
+	b(2, 6)
+	b(6, 6)
+	_, cur = term.screen()
+	require.Equal(t, barLine("baseline", 1, 4), cur, "low is done: baseline's bar alone")
+	bars.last = time.Time{}
+	b(3, 6)
+	_, cur = term.screen()
+	require.Equal(t, "baseline 1/4 · low 3/6 requests", cur)
+	bars.clear()
+	_, cur = term.screen()
+	require.Empty(t, cur)
+	require.Nil(t, newSetBars(nil, 1).progress(0, "x"), "no terminal, no bar")
 }
 
 // TestStatusAfterAPartialLine: a write that does not end its line (a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/host/eval/evaltest"
 	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
 	"github.com/weirhost/weir/surface/jsonl"
@@ -24,14 +25,14 @@ import (
 //	go test ./host/eval -run '^$' -bench Replay1000 -benchtime 3x
 func BenchmarkReplay1000Turns(b *testing.B) {
 	rt := runtime(b)
-	id, events := generate(b, rt, 1000)
+	id, events := evaltest.Session(b, rt, 1000)
 	rec, err := eval.Record(id, events)
 	if err != nil {
 		b.Fatal(err)
 	}
-	base := firstPartyTB(b, rt, "baseline", rec.Route, `{"headroomTokens": 1024}`)
+	base := evaltest.FirstParty(b, rt, "baseline", rec.Route, `{"headroomTokens": 1024}`)
 	base.Baseline = true
-	low := firstPartyTB(b, rt, "low", rec.Route, `{"headroomTokens": 1024, "thresholdRatio": 0.4}`)
+	low := evaltest.FirstParty(b, rt, "low", rec.Route, `{"headroomTokens": 1024, "thresholdRatio": 0.4}`)
 	b.ResetTimer()
 	for range b.N {
 		for _, set := range []eval.Set{base, low} {
@@ -62,7 +63,7 @@ func BenchmarkReplay1000Turns(b *testing.B) {
 //	go test ./host/eval -run '^$' -bench EvalVsReplay5k -benchtime 3x
 func BenchmarkEvalVsReplay5k(b *testing.B) {
 	rt := runtime(b)
-	id, events := generate(b, rt, 620)
+	id, events := evaltest.Session(b, rt, 620)
 	path := filepath.Join(b.TempDir(), "s.jsonl")
 	f, err := jsonl.Create(path, jsonl.Header{ID: id, CreatedAt: 1767268800000}, jsonl.NoSync())
 	if err != nil {
@@ -71,7 +72,7 @@ func BenchmarkEvalVsReplay5k(b *testing.B) {
 	if err := f.Append(events); err != nil {
 		b.Fatal(err)
 	}
-	set := firstPartyTB(b, rt, "baseline", genRoute, `{"headroomTokens": 1024}`)
+	set := evaltest.FirstParty(b, rt, "baseline", evaltest.Route, `{"headroomTokens": 1024}`)
 	set.Baseline = true
 	var replay, fold, evalT, plugins time.Duration
 	b.ResetTimer()
@@ -128,7 +129,7 @@ func BenchmarkEvalVsReplay5k(b *testing.B) {
 //	go test ./host/eval -run '^$' -bench Record5k
 func BenchmarkRecord5k(b *testing.B) {
 	rt := runtime(b)
-	id, events := generate(b, rt, 620)
+	id, events := evaltest.Session(b, rt, 620)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -182,7 +183,7 @@ func listSurface(w io.Writer, l *surface.Log) {
 //	go test ./host/eval -run '^$' -bench PromptTokens
 func BenchmarkPromptTokens(b *testing.B) {
 	rt := runtime(b)
-	id, events := generate(b, rt, 200)
+	id, events := evaltest.Session(b, rt, 200)
 	reqs, order, err := host.Requests(events, id)
 	if err != nil {
 		b.Fatal(err)

@@ -5,12 +5,14 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/host/eval/evaltest"
 	"github.com/weirhost/weir/surface"
 )
 
@@ -20,7 +22,7 @@ import (
 // The recorded file is only read.
 func TestBaselineReproducesTheRecording(t *testing.T) {
 	rt := runtime(t)
-	genID, genEvents := generate(t, rt, 40)
+	genID, genEvents := evaltest.Session(t, rt, 40)
 	demoID, demoEvents := loadEvents(t, demo)
 	demoBytes, err := os.ReadFile(demo)
 	require.NoError(t, err)
@@ -37,7 +39,7 @@ func TestBaselineReproducesTheRecording(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec, err := eval.Record(tt.id, tt.events)
 			require.NoError(t, err)
-			set := firstParty(t, rt, "baseline", rec.Route, `{"headroomTokens": 1024}`)
+			set := evaltest.FirstParty(t, rt, "baseline", rec.Route, `{"headroomTokens": 1024}`)
 			set.Baseline = true
 			res, err := eval.Replay(context.Background(), rec, set, eval.Options{})
 			require.NoError(t, err)
@@ -60,11 +62,11 @@ func TestBaselineReproducesTheRecording(t *testing.T) {
 // sends fewer input tokens, and writes its new summaries offline.
 func TestLowerThresholdCompactsEarlier(t *testing.T) {
 	rt := runtime(t)
-	id, events := generate(t, rt, 40)
+	id, events := evaltest.Session(t, rt, 40)
 	rec, err := eval.Record(id, events)
 	require.NoError(t, err)
-	base := firstParty(t, rt, "baseline", rec.Route, `{"headroomTokens": 1024}`)
-	low := firstParty(t, rt, "low", rec.Route, `{"headroomTokens": 1024, "thresholdRatio": 0.4}`)
+	base := evaltest.FirstParty(t, rt, "baseline", rec.Route, `{"headroomTokens": 1024}`)
+	low := evaltest.FirstParty(t, rt, "low", rec.Route, `{"headroomTokens": 1024, "thresholdRatio": 0.4}`)
 	rb, err := eval.Replay(context.Background(), rec, base, eval.Options{})
 	require.NoError(t, err)
 	rl, err := eval.Replay(context.Background(), rec, low, eval.Options{})
@@ -78,6 +80,44 @@ func TestLowerThresholdCompactsEarlier(t *testing.T) {
 	require.Positive(t, rl.Totals.Summaries.Offline)
 	require.Equal(t, rl.Totals.Compactions, rl.Totals.Breaks.Compaction+rl.Totals.Breaks.Prompt+rl.Totals.Breaks.Tools-2,
 		"every new compaction breaks the cached prefix")
+}
+
+// Replays of one Recording may run at once, each with its own set: each
+// reports what it reports alone. (CI runs host/... under the race
+// detector, which checks that they share nothing they write.)
+func TestReplaysOfOneRecordingRunAtOnce(t *testing.T) {
+	rt := runtime(t)
+	id, events := evaltest.Session(t, rt, 40)
+	rec, err := eval.Record(id, events)
+	require.NoError(t, err)
+	confs := []string{`{"headroomTokens": 1024}`, `{"headroomTokens": 1024, "thresholdRatio": 0.4}`, `{"headroomTokens": 1024, "thresholdRatio": 0.6}`}
+	sets := make([]eval.Set, 2*len(confs))
+	for i := range sets {
+		sets[i] = evaltest.FirstParty(t, rt, "set", rec.Route, confs[i%len(confs)])
+		sets[i].Baseline = i%len(confs) == 0
+	}
+	results := make([]*eval.Result, len(sets))
+	errs := make([]error, len(sets))
+	run := func(i int) {
+		results[i], errs[i] = eval.Replay(context.Background(), rec, sets[i], eval.Options{Probes: []string{"Answer 2"}})
+	}
+	for i := range confs {
+		run(i) // alone
+	}
+	var wg sync.WaitGroup
+	for i := len(confs); i < len(sets); i++ {
+		wg.Go(func() { run(i) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err)
+		results[i].Totals.PluginMs = 0 // a time, not a result
+	}
+	for i := range confs {
+		require.Equal(t, results[i], results[len(confs)+i], "set %d", i)
+	}
+	alone := results[:len(confs)]
+	require.NotEqual(t, alone[1].Totals, alone[2].Totals, "the sets differ")
 }
 
 // firstCompaction is the number of the first request after a compaction.
@@ -94,13 +134,13 @@ func firstCompaction(r *eval.Result) int {
 // shadowed it, and not after.
 func TestProbeDisappearsAfterTheCompaction(t *testing.T) {
 	rt := runtime(t)
-	id, events := generate(t, rt, 40)
+	id, events := evaltest.Session(t, rt, 40)
 	rec, err := eval.Record(id, events)
 	require.NoError(t, err)
 	probes := []string{"Answer 2: the reply to question 2", "Question 40: tell me", "never said"}
 	for _, conf := range []string{`{"headroomTokens": 1024}`, `{"headroomTokens": 1024, "thresholdRatio": 0.4}`} {
 		t.Run(conf, func(t *testing.T) {
-			set := firstParty(t, rt, "set", rec.Route, conf)
+			set := evaltest.FirstParty(t, rt, "set", rec.Route, conf)
 			res, err := eval.Replay(context.Background(), rec, set, eval.Options{Probes: probes})
 			require.NoError(t, err)
 			first := firstCompaction(res)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/host/eval/evaltest"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/host/llm/llmtest"
 	"github.com/weirhost/weir/host/provider"
@@ -160,14 +161,14 @@ func TestEvalEqualsLiveRuns(t *testing.T) {
 		{"low", `{"headroomTokens": 1024, "thresholdRatio": 0.4}`},
 		{"mid", `{"headroomTokens": 1024, "thresholdRatio": 0.6}`},
 	}
-	id, events, _ := live(t, firstParty(t, rt, "base", liveRoute, confs[0].conf), turns)
+	id, events, _ := live(t, evaltest.FirstParty(t, rt, "base", liveRoute, confs[0].conf), turns)
 	rec, err := eval.Record(id, events)
 	require.NoError(t, err)
 	seen := map[int]bool{}
 	for i, c := range confs {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, want := live(t, firstParty(t, rt, c.name, liveRoute, c.conf), turns)
-			set := firstParty(t, rt, c.name, liveRoute, c.conf)
+			_, _, want := live(t, evaltest.FirstParty(t, rt, c.name, liveRoute, c.conf), turns)
+			set := evaltest.FirstParty(t, rt, c.name, liveRoute, c.conf)
 			set.Baseline = i == 0
 			res, err := eval.Replay(context.Background(), rec, set, eval.Options{Probes: liveProbes})
 			require.NoError(t, err)
@@ -193,12 +194,12 @@ func TestEvalEqualsLiveRuns(t *testing.T) {
 func TestEvalEqualsLivePruner(t *testing.T) {
 	rt := runtime(t)
 	const turns = 24
-	id, events, _ := live(t, firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), turns)
+	id, events, _ := live(t, evaltest.FirstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), turns)
 	rec, err := eval.Record(id, events)
 	require.NoError(t, err)
 	pruner := func(t *testing.T, name, conf string) eval.Set {
 		pr := examplePlugin(t, rt, "../../examples/pruner", "pruner", provider.RoleCompaction, conf)
-		meter := firstParty(t, rt, "meter", liveRoute, `{}`)
+		meter := evaltest.FirstParty(t, rt, "meter", liveRoute, `{}`)
 		return eval.Set{Name: name, Providers: func(s *host.Session) ([]host.CompactionProvider, host.Meter, error) {
 			_, m, err := meter.Providers(s)
 			if err != nil {
@@ -243,7 +244,7 @@ func TestEvalEqualsLivePruner(t *testing.T) {
 // the call sees it.
 func TestInputCountsEveryToken(t *testing.T) {
 	rt := runtime(t)
-	id, events, _ := live(t, firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), 3)
+	id, events, _ := live(t, evaltest.FirstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), 3)
 	rec, err := eval.Record(id, events)
 	require.NoError(t, err)
 	require.Len(t, rec.Requests, 4)
@@ -269,7 +270,7 @@ func TestInputCountsEveryToken(t *testing.T) {
 		"<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>lookup\n```json\n" + `{"topic":"topic-3"}` + "\n```<｜tool▁call▁end｜>" +
 		"<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" + result + "<｜tool▁output▁end｜><｜tool▁outputs▁end｜>"
 	bpe := tokenizer.DeepSeekV3()
-	set := firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`)
+	set := evaltest.FirstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`)
 	set.Baseline = true
 	res, err := eval.Replay(context.Background(), rec, set, eval.Options{Counter: bpe, Probes: []string{"Let me look topic-3 up first."}})
 	require.NoError(t, err)
@@ -283,12 +284,12 @@ func TestInputCountsEveryToken(t *testing.T) {
 // report uses.
 func TestTokenizerChangesOnlyTheCounting(t *testing.T) {
 	rt := runtime(t)
-	id, events, _ := live(t, firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), 24)
+	id, events, _ := live(t, evaltest.FirstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), 24)
 	rec, err := eval.Record(id, events)
 	require.NoError(t, err)
 	var totals []eval.Totals
 	for _, c := range []tokenizer.Counter{nil, tokenizer.DeepSeekV3()} {
-		set := firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`)
+		set := evaltest.FirstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`)
 		set.Baseline = true
 		res, err := eval.Replay(context.Background(), rec, set, eval.Options{Counter: c})
 		require.NoError(t, err)
@@ -306,7 +307,7 @@ func TestTokenizerChangesOnlyTheCounting(t *testing.T) {
 // recorded requests and says the recording has no ending for it.
 func TestTruncatedTurn(t *testing.T) {
 	rt := runtime(t)
-	id, events, _ := live(t, firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), 3)
+	id, events, _ := live(t, evaltest.FirstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`), 3)
 	cut := -1
 	for i, ev := range events {
 		if ev.Type == surface.TypeToolResult {
@@ -317,7 +318,7 @@ func TestTruncatedTurn(t *testing.T) {
 	rec, err := eval.Record(id, events[:cut])
 	require.NoError(t, err)
 	require.True(t, rec.Turns[2].Truncated)
-	set := firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`)
+	set := evaltest.FirstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024}`)
 	set.Baseline = true
 	res, err := eval.Replay(context.Background(), rec, set, eval.Options{})
 	require.NoError(t, err)

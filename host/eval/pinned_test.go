@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/host/eval/evaltest"
 	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/host/provider"
 	"github.com/weirhost/weir/host/snapshot"
@@ -55,7 +56,7 @@ func TestPinnedExampleSnapshots(t *testing.T) {
 			require.NoError(t, err)
 			pr := examplePlugin(t, rt, "../../examples/pruner", "pruner", provider.RoleCompaction,
 				`{"minBytes": 150, "keepRecent": 1, "triggerRatio": 0.03}`)
-			meter := firstParty(t, rt, "meter", rec.Route, `{}`)
+			meter := evaltest.FirstParty(t, rt, "meter", rec.Route, `{}`)
 			set := eval.Set{Name: "pruner", Providers: func(s *host.Session) ([]host.CompactionProvider, host.Meter, error) {
 				_, m, err := meter.Providers(s)
 				if err != nil {
@@ -74,7 +75,7 @@ func TestPinnedExampleSnapshots(t *testing.T) {
 				`{"title": "Project instructions"}`)
 			var prompt host.SystemPromptProvider
 			data := map[string]string{"instructions": "## Style\nUse tabs.\n\n## Tests\nTable-driven.", "date": "2026-01-01"}
-			_, events := generateWith(t, rt, 6, func(s *host.Session) host.SystemPromptProvider {
+			_, events := evaltest.SessionWith(t, rt, 6, func(s *host.Session) host.SystemPromptProvider {
 				sp, err := pp.SystemPrompt(s)
 				require.NoError(t, err)
 				prompt = sp

@@ -119,7 +119,7 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 	if len(events) > 0 && events[0].Seq != 0 {
 		return nil, fmt.Errorf("eval: the log starts at seq %d; a replay needs the complete log from seq 0", events[0].Seq)
 	}
-	rec := &Recording{SessionID: sessionID, Summaries: map[[32]byte]Summary{}}
+	rec := &Recording{SessionID: sessionID, Route: RecordedRoute(events), Summaries: map[[32]byte]Summary{}}
 	var (
 		header     surface.Header
 		window     int64
@@ -232,22 +232,10 @@ func Record(sessionID string, events []surface.Event) (*Recording, error) {
 				return w.fail(ev.Seq, err)
 			}
 			header = d.Header
-			if rec.Route.Provider == "" {
-				rec.Route = host.Route{Provider: header.Config.Provider, Model: header.Config.Model}
-				if header.Config.MaxTokens != nil {
-					rec.Route.MaxTokens = *header.Config.MaxTokens
-				}
-			}
 		case surface.TypeRequestContext:
 			var d host.RequestContext
 			if err := json.Unmarshal(ev.Data, &d); err == nil {
 				window = d.ContextWindow
-				if rec.Route.ContextWindow == 0 {
-					rec.Route.ContextWindow = window
-				}
-				if d.SystemPromptUpdate == "in-history" {
-					rec.Route.InHistory = true
-				}
 			}
 		case surface.TypeAssistantMessage, surface.TypeAssistantAttempt:
 			m, _ := fold.Message(ev.Seq)
@@ -412,6 +400,42 @@ func (w *recordWorker) finish(rec *Recording) error {
 		p.Turn, p.Step, p.Result, p.Err = r.Turn, r.Step, r.Result, r.Err
 	}
 	return nil
+}
+
+// RecordedRoute is the route a recording of events replays on (its
+// Recording.Route), read from the request headers and contexts alone: the
+// first header that names a provider gives the provider, the model and
+// the output cap, the first context window after it the window, and any
+// in-history prompt update makes the route's updates in history. A caller
+// can load a set's plugins for it while Record reads the rest.
+func RecordedRoute(events []surface.Event) host.Route {
+	var r host.Route
+	for i := range events {
+		switch ev := &events[i]; ev.Type {
+		case surface.TypeRequestHeader:
+			var d surface.HeaderEvent
+			if r.Provider != "" || json.Unmarshal(ev.Data, &d) != nil {
+				continue
+			}
+			c := d.Header.Config
+			r = host.Route{Provider: c.Provider, Model: c.Model}
+			if c.MaxTokens != nil {
+				r.MaxTokens = *c.MaxTokens
+			}
+		case surface.TypeRequestContext:
+			var d host.RequestContext
+			if json.Unmarshal(ev.Data, &d) != nil {
+				continue
+			}
+			if r.ContextWindow == 0 {
+				r.ContextWindow = d.ContextWindow
+			}
+			if d.SystemPromptUpdate == "in-history" {
+				r.InHistory = true
+			}
+		}
+	}
+	return r
 }
 
 // reply reads settlement ev's turn, step, result and failure; m is its

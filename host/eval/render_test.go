@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/eval"
+	"github.com/weirhost/weir/host/eval/evaltest"
 	"github.com/weirhost/weir/host/llm"
 	"github.com/weirhost/weir/sdk/tokenizer"
 	"github.com/weirhost/weir/surface"
@@ -81,9 +82,9 @@ func sessionRequests(t *testing.T) map[string][]*llm.Request {
 	}
 	id, events := loadEvents(t, demo)
 	fromLog("demo", id, events)
-	id, events, _ = live(t, firstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024, "thresholdRatio": 0.4}`), 12)
+	id, events, _ = live(t, evaltest.FirstParty(t, rt, "base", liveRoute, `{"headroomTokens": 1024, "thresholdRatio": 0.4}`), 12)
 	fromLog("live", id, events)
-	id, events = generate(t, rt, 60)
+	id, events = evaltest.Session(t, rt, 60)
 	fromLog("generated", id, events)
 	for _, provider := range []string{llm.ProviderDeepSeek, "openai"} {
 		sessions["built "+provider] = builtRequests(provider)

@@ -108,6 +108,8 @@ type driver struct {
 // no reply for, or a turn ends otherwise than recorded) is reported in
 // Result.Notes and on the request, and the replay goes on with the next
 // turn. The error is non-nil only when the replay could not start.
+// Replay only reads rec: replays of one Recording may run at once, each
+// with its own set (whose plugins are its own).
 func Replay(ctx context.Context, rec *Recording, set Set, opts Options) (*Result, error) {
 	d := &driver{rec: rec, set: set, opts: opts, lastCmp: -1}
 	d.counter = opts.Counter

@@ -73,6 +73,11 @@ type Totals struct {
 	// meter; PluginFailures counts plugin/failure records.
 	PluginMs       int64 `json:"pluginMs"`
 	PluginFailures int   `json:"pluginFailures"`
+	// LoadMs is the time the caller took to load the set's plugins before
+	// the replay (their modules from the compilation cache, and their
+	// instances), as the caller reports it: weir eval does; Replay leaves
+	// it 0.
+	LoadMs int64 `json:"loadMs"`
 	// Reproduced counts the requests equal to the recorded ones (baseline).
 	Reproduced int  `json:"reproduced,omitzero"`
 	Cost       Cost `json:"cost"`
