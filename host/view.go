@@ -38,6 +38,10 @@ func (v *View) Message(seq int64) (*surface.Message, bool) { return v.s.log.Mess
 // Event returns a committed event.
 func (v *View) Event(seq int64) (surface.Event, bool) { return v.s.log.Event(seq) }
 
+// MessageData returns the JSON of the message at seq as its event's data
+// holds it (surface.Log.MessageData: read only, shared).
+func (v *View) MessageData(seq int64) ([]byte, bool) { return v.s.log.MessageData(seq) }
+
 // Events returns the committed events (read-only, shared).
 func (v *View) Events() []surface.Event { return v.s.log.Events() }
 

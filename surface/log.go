@@ -363,6 +363,18 @@ func (l *Log) Message(seq int64) (*Message, bool) {
 	return l.message(i), true
 }
 
+// MessageData returns the JSON of the message of the surface event with
+// the given seq as the event's data holds it: the whole data of a
+// user/message, the "message" member's value of the others. It is a part
+// of the event's data, shared: read it, never change it.
+func (l *Log) MessageData(seq int64) ([]byte, bool) {
+	i := seq - l.fold.base
+	if i < 0 || i >= int64(len(l.pay)) || l.pay[i].msgRaw == nil {
+		return nil, false
+	}
+	return l.pay[i].msgRaw, true
+}
+
 // OpenTurn returns the open turn and step (0 when none).
 func (l *Log) OpenTurn() (turn, step int64) { return l.enc.turn, l.enc.step }
 

@@ -17,6 +17,8 @@ type Host interface {
 	// SurfaceNodes lists the current surface in order.
 	SurfaceNodes(ctx context.Context) ([]abi.Node, error)
 	// Message returns the message JSON of the surface node holding seq.
+	// The runtime only reads the bytes (it copies them into the guest's
+	// memory), so a host may return memory it shares.
 	Message(ctx context.Context, seq int64) ([]byte, error)
 	// Generations returns the surface generations and the log length.
 	Generations(ctx context.Context) (abi.Generations, error)

@@ -83,8 +83,9 @@ func instantiateHostModule(ctx context.Context, wz wazero.Runtime) error {
 		seq := int64(stack[0])
 		stack[0] = api.EncodeI32(answer(ctx, m, abi.ImportMessage, stack[1], stack[2], &seq,
 			func(cs *callState, dst []byte) ([]byte, error) {
-				msg, err := cs.host.Message(cs.parent, seq)
-				return append(dst, msg...), err
+				// The host's bytes, memoised and copied into the guest
+				// as they are (Host.Message: the caller's, read only).
+				return cs.host.Message(cs.parent, seq)
 			}))
 	})
 	export(abi.ImportEvent, func(ctx context.Context, m api.Module, stack []uint64) {

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/weirhost/weir/host"
 	"github.com/weirhost/weir/host/plugin"
 	"github.com/weirhost/weir/sdk/abi"
@@ -22,6 +20,7 @@ import (
 type reader interface {
 	Nodes() []surface.NodeInfo
 	Event(seq int64) (surface.Event, bool)
+	MessageData(seq int64) ([]byte, bool)
 	Header() *surface.Header
 	Generations() (replace, content uint64)
 	NextSeq() int64
@@ -35,6 +34,7 @@ type logReader struct{ l *surface.Log }
 
 func (r logReader) Nodes() []surface.NodeInfo             { return r.l.Surface() }
 func (r logReader) Event(seq int64) (surface.Event, bool) { return r.l.Event(seq) }
+func (r logReader) MessageData(seq int64) ([]byte, bool)  { return r.l.MessageData(seq) }
 func (r logReader) Header() *surface.Header               { return r.l.Header() }
 func (r logReader) NextSeq() int64                        { return r.l.NextSeq() }
 func (r logReader) Generations() (uint64, uint64) {
@@ -63,13 +63,9 @@ func (c *cache) nodeFacts(r reader, seq int64) (nodeFacts, error) {
 	if f, ok := c.facts[seq]; ok {
 		return f, nil
 	}
-	e, ok := r.Event(seq)
+	msg, ok := r.MessageData(seq)
 	if !ok {
-		return nodeFacts{}, fmt.Errorf("surface node %d is not in the log", seq)
-	}
-	msg, err := messageJSON(&e)
-	if err != nil {
-		return nodeFacts{}, err
+		return nodeFacts{}, fmt.Errorf("surface node %d holds no message in the log", seq)
 	}
 	sum := sha256.Sum256(msg)
 	f := nodeFacts{size: int64(len(msg)), hash: sum[:]}
@@ -115,38 +111,6 @@ func (c *cache) headerBytes(h *surface.Header) ([]byte, error) {
 	}
 	c.header, c.headerJSON = h, b
 	return b, nil
-}
-
-// messageJSON returns the stored bytes of a surface event's message: the
-// data of a user/message, the data's "message" member otherwise.
-func messageJSON(e *surface.Event) ([]byte, error) {
-	if !surface.KindOf(e.Type).IsSurface() {
-		return nil, fmt.Errorf("seq %d is a %s event, not a surface message: %w", e.Seq, e.Type, plugin.ErrNotFound)
-	}
-	if e.Type == surface.TypeUserMessage {
-		return e.Data, nil
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(e.Data))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, fmt.Errorf("seq %d: data is not an object", e.Seq)
-	}
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			return nil, fmt.Errorf("seq %d: data: %w", e.Seq, err)
-		}
-		if name.String() == "message" {
-			v, err := dec.ReadValue()
-			if err != nil {
-				return nil, fmt.Errorf("seq %d: data.message: %w", e.Seq, err)
-			}
-			return bytes.Clone(v), nil
-		}
-		if err := dec.SkipValue(); err != nil {
-			return nil, fmt.Errorf("seq %d: data: %w", e.Seq, err)
-		}
-	}
-	return nil, fmt.Errorf("seq %d: data has no message", e.Seq)
 }
 
 // Host answers a plugin's host imports from a session (plugin.Host). Make
@@ -224,11 +188,13 @@ func (h *Host) Message(_ context.Context, seq int64) ([]byte, error) {
 	if !h.onSurface[seq] {
 		return nil, fmt.Errorf("no surface node holds seq %d: %w", seq, plugin.ErrNotFound)
 	}
-	e, ok := h.r.Event(seq)
+	// The log's own bytes, read only: the import copies them into the
+	// guest's memory.
+	m, ok := h.r.MessageData(seq)
 	if !ok {
-		return nil, fmt.Errorf("seq %d is not in the log: %w", seq, plugin.ErrNotFound)
+		return nil, fmt.Errorf("seq %d holds no message in the log: %w", seq, plugin.ErrNotFound)
 	}
-	return messageJSON(&e)
+	return m, nil
 }
 
 var _ plugin.EventHost = (*Host)(nil)
