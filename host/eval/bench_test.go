@@ -58,7 +58,9 @@ func BenchmarkReplay1000Turns(b *testing.B) {
 // configuration). The metrics are the three times, the plugins' own time
 // in the replay, and the ratio the issue bounds, (eval − plugin time) /
 // replay, against the command (x-replay-net) and against the load and
-// fold alone (x-fold-net).
+// fold alone (x-fold-net). The plugins are loaded before the timing, so
+// their loading counts nowhere; cmd/host's BenchmarkEvalVsReplayCommand
+// measures the two commands whole, loading included.
 //
 //	go test ./host/eval -run '^$' -bench EvalVsReplay5k -benchtime 3x
 func BenchmarkEvalVsReplay5k(b *testing.B) {
