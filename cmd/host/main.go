@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 )
 
@@ -46,6 +47,9 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// compiling says "compiling plugins…" once per command, however many
+	// hosts it loads (eval's sets load theirs at once).
+	compiling sync.Once
 }
 
 // usageError is a command-line mistake: exit status 2.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -48,9 +47,8 @@ func newHostWith(ctx context.Context, e *env, cfg *config.Config, route *setup.R
 	trusted := dir != "" && plugin.CheckCacheDir(dir) == nil
 	// The notice goes out when the first load finds its module not yet
 	// compiled into the cache: a first run, a new plugin, a new version.
-	var notice sync.Once
 	announce := func(string) {
-		notice.Do(func() {
+		e.compiling.Do(func() {
 			if !trusted {
 				fmt.Fprintln(e.stderr, "compiling plugins (no compilation cache)…")
 			} else {
