@@ -35,10 +35,10 @@ func logRequest(l *surface.Log, sessionID string) (*llm.Request, error) {
 // cloneRequest copies a request of logRequest's deeply: nothing a
 // consumer can change in the copy (a message or block, nested content, an
 // unknown member's or a tool's bytes, the config's pointers and stop list)
-// reaches the log's request. Strings are immutable and shared. The copy
-// takes four allocations: the messages, the pointers to them, every block
-// and every byte. Each block list is capped at its length, so appending to
-// one cannot reach another.
+// reaches the log's request. Strings are immutable and shared. The
+// messages, the pointers to them, every block and every byte come from one
+// allocation each. Each block list is capped at its length, so appending
+// to one cannot reach another.
 func cloneRequest(r *llm.Request) *llm.Request {
 	c := *r
 	n, size := 0, 0

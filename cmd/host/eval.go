@@ -242,17 +242,16 @@ func replaySets(ctx context.Context, e *env, cfgs []*config.Config, route host.R
 		})
 	}
 	wg.Wait()
-	var first error
+	// A set that failed of its own accord before one that was stopped.
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return nil, err
 		}
-		if first == nil {
-			first = err
-		}
 	}
-	if first != nil {
-		return nil, first
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // every failed set was stopped: the command's context ended
+		}
 	}
 	return results, nil
 }
@@ -314,10 +313,13 @@ func (b *setBars) progress(i int, name string) func(done, total int) {
 	if b.st == nil {
 		return nil
 	}
+	b.mu.Lock()
+	b.names[i] = name
+	b.mu.Unlock()
 	return func(done, total int) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		b.names[i], b.done[i], b.total[i] = name, done, total
+		b.done[i], b.total[i] = done, total
 		if total == 0 || (done < total && time.Since(b.last) < 100*time.Millisecond) {
 			return
 		}

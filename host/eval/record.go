@@ -365,7 +365,8 @@ func (w *recordWorker) run() {
 	}
 }
 
-// stop ends the worker (a no-op after finish).
+// stop ends the worker once it has done the jobs sent (a no-op once it
+// has ended).
 func (w *recordWorker) stop() {
 	select {
 	case <-w.done:
@@ -389,8 +390,7 @@ func (w *recordWorker) fail(seq int64, err error) (*Recording, error) {
 // finish waits for the worker and completes rec's requests and replies
 // with what it made.
 func (w *recordWorker) finish(rec *Recording) error {
-	close(w.jobs)
-	<-w.done
+	w.stop()
 	if w.err != nil {
 		return w.err
 	}
